@@ -4,5 +4,13 @@
 // and the catalog of organizations, users, keys, projects, sources, actions,
 // funnels, segments, flags and providers (catalog).
 //
+// Open picks the object store backend from a Config: a local directory (the
+// embedded default) or an S3 URL (--store). Readers take a BucketReader,
+// writers a Bucket. Conditional puts (PutIf with IfAbsent or IfMatch) are
+// linearizable on both backends, across processes, so they can serve as
+// commit points (manifests, checkpoints). docs/object-store.md describes
+// the semantics, the ETags, the local layout and locking, and what an S3
+// server must support.
+//
 // Every Bucket implementation passes storagetest.Acceptance.
 package storage

@@ -1,3 +1,5 @@
 // Package storagetest holds the acceptance test that every storage.Bucket
-// implementation passes.
+// implementation passes (Acceptance), and StartMinIO, which gives tests of
+// any package a bucket on a real MinIO server (or on the S3 server named by
+// MF_TEST_S3).
 package storagetest
