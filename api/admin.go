@@ -1,0 +1,191 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/storage/catalog"
+)
+
+// AdminConfig configures the admin API (/admin/v1).
+type AdminConfig struct {
+	// Token is the bearer token callers must present. Empty: only loopback
+	// callers are served (contract section 1).
+	Token string
+	// MaxBody bounds request bodies (provisioning files). Default 16 MiB.
+	MaxBody int
+	// ApplyTimeout bounds one provisioning apply. Default 60s.
+	ApplyTimeout time.Duration
+}
+
+// DefaultAdminConfig returns the defaults.
+func DefaultAdminConfig() AdminConfig {
+	return AdminConfig{MaxBody: 16 << 20, ApplyTimeout: 60 * time.Second}
+}
+
+// Validate reports a setting that cannot work.
+func (c AdminConfig) Validate() error {
+	if c.MaxBody < 1<<10 {
+		return errors.New("admin config: MaxBody must be at least 1 KiB")
+	}
+	if c.ApplyTimeout <= 0 {
+		return errors.New("admin config: ApplyTimeout must be positive")
+	}
+	return nil
+}
+
+// Admin is the admin API: provisioning and the catalog's state.
+type Admin struct {
+	cfg    AdminConfig
+	cat    *catalog.Catalog
+	ready  func() bool
+	logger *slog.Logger
+}
+
+// NewAdmin builds the admin API's Fiber app. ready tells /healthz whether
+// the process is ready to take requests.
+func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *slog.Logger) (*fiber.App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Admin{cfg: cfg, cat: cat, ready: ready, logger: logger}
+	app := fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		BodyLimit:             cfg.MaxBody,
+		ErrorHandler:          a.onError,
+	})
+	app.Get("/healthz", Healthz(ready))
+	g := app.Group("/admin/v1", a.auth)
+	g.Put("/provision", a.provision)
+	g.Get("/catalog", a.catalogSummary)
+	app.Use(func(c *fiber.Ctx) error {
+		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such admin endpoint: " + c.Method() + " " + c.Path()})
+	})
+	return app, nil
+}
+
+// Healthz answers GET /healthz: 200 {"status":"ok"} once ready, 503 before.
+func Healthz(ready func() bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if ready != nil && !ready() {
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "starting"})
+		}
+		return c.JSON(fiber.Map{"status": "ok"})
+	}
+}
+
+func (a *Admin) onError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})
+	}
+	a.logger.Error("admin: request failed", "path", c.Path(), "err", err)
+	return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"error": "internal error"})
+}
+
+// auth admits the bearer of the admin token, or, without a token
+// configured, loopback callers only.
+func (a *Admin) auth(c *fiber.Ctx) error {
+	if a.cfg.Token == "" {
+		if !c.Context().RemoteIP().IsLoopback() {
+			return c.Status(fiber.StatusForbidden).JSON(fiber.Map{"error": "the admin API answers only loopback callers when no --admin-token is set"})
+		}
+		return c.Next()
+	}
+	h := c.Get(fiber.HeaderAuthorization)
+	const p = "Bearer "
+	if len(h) <= len(p) || !equalFoldASCII(h[:len(p)], p) ||
+		subtle.ConstantTimeCompare([]byte(h[len(p):]), []byte(a.cfg.Token)) != 1 {
+		return c.Status(fiber.StatusUnauthorized).JSON(fiber.Map{"error": "admin API: missing or wrong bearer token"})
+	}
+	return c.Next()
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x >= 'A' && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if y >= 'A' && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// provision applies a provisioning file (the body). 200 with what changed;
+// 422 with the faults and nothing applied when the file breaks a rule.
+func (a *Admin) provision(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), a.cfg.ApplyTimeout)
+	defer cancel()
+	body := append([]byte(nil), c.Body()...)
+	res, err := a.cat.Apply(ctx, body)
+	if err != nil {
+		var ve *catalog.ValidationError
+		if errors.As(err, &ve) {
+			return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": ve.Error(), "faults": ve.Faults})
+		}
+		a.logger.Error("admin: provisioning failed", "err", err)
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"error": err.Error()})
+	}
+	return c.JSON(fiber.Map{"version": res.Version, "changes": res.Changes})
+}
+
+// catalogSummary lists what the catalog holds (no secrets: keys of server
+// sources and API keys are kept only as hashes).
+func (a *Admin) catalogSummary(c *fiber.Ctx) error {
+	st := a.cat.State()
+	type src struct {
+		ID, Name, Kind, Mode string
+		Key                  string `json:",omitempty"`
+		Archived, Revoked    bool
+		Exposed              bool `json:",omitempty"`
+	}
+	type proj struct {
+		ID, Slug, Name, Timezone string
+		Archived                 bool
+		Sources                  []src
+		Actions, Funnels         int
+		Segments                 int
+		Flags                    []string
+	}
+	type org struct {
+		ID, Slug, Name, Plan string
+		Paused               bool
+		Projects             []proj
+	}
+	out := struct {
+		Version       uint64
+		Organizations []org
+	}{Version: st.Version(), Organizations: []org{}}
+	for _, o := range st.Organizations() {
+		og := org{ID: o.ID, Slug: o.Slug, Name: o.Name, Plan: o.Plan, Paused: o.Paused, Projects: []proj{}}
+		for _, p := range st.Projects(o.ID) {
+			pj := proj{ID: p.ID, Slug: p.Slug, Name: p.Name, Timezone: p.Timezone, Archived: p.Archived,
+				Sources: []src{}, Flags: []string{},
+				Actions: len(st.Actions(p.ID)), Funnels: len(st.Funnels(p.ID)), Segments: len(st.Segments(p.ID))}
+			for _, s := range st.Sources(p.ID) {
+				pj.Sources = append(pj.Sources, src{ID: s.ID, Name: s.Name, Kind: s.Kind, Mode: s.Mode, Key: s.Key,
+					Archived: s.Archived, Revoked: s.Revoked, Exposed: s.Kind == catalog.KindServer && st.SecretKeyExposed(s.ID)})
+			}
+			for _, f := range st.Flags(p.ID) {
+				pj.Flags = append(pj.Flags, f.Key+" s="+f.Seed)
+			}
+			og.Projects = append(og.Projects, pj)
+		}
+		out.Organizations = append(out.Organizations, og)
+	}
+	return c.JSON(out)
+}

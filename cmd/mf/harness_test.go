@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests of this package run the real mf binary, built once
+// by TestMain, and talk to it over HTTP.
+
+var mfBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mf-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot make a directory for the test binary:", err)
+		os.Exit(1)
+	}
+	mfBinary = filepath.Join(dir, "mf")
+	build := exec.Command("go", "build", "-o", mfBinary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cannot build mf for the end-to-end tests:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mfProc is one running mf process.
+type mfProc struct {
+	t                         testing.TB
+	cmd                       *exec.Cmd
+	data                      string
+	ingest, api, admin        string // base URLs, http://host:port
+	ingestAddr, apiAddr, admn string
+	out                       *syncBuffer
+	done                      chan struct{}
+	exitErr                   error
+}
+
+// syncBuffer collects a process's output for failure messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("cannot find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startMF starts `mf <command>` on data with fresh ports and extra flags, and
+// waits until every listener answers /healthz with 200.
+func startMF(t testing.TB, data string, command string, extra ...string) *mfProc {
+	t.Helper()
+	p := &mfProc{t: t, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	p.ingestAddr, p.apiAddr, p.admn = freeAddr(t), freeAddr(t), freeAddr(t)
+	p.ingest, p.api, p.admin = "http://"+p.ingestAddr, "http://"+p.apiAddr, "http://"+p.admn
+	args := append([]string{command, "--data", data,
+		"--ingest-addr", p.ingestAddr, "--api-addr", p.apiAddr, "--admin-addr", p.admn}, extra...)
+	p.cmd = exec.Command(mfBinary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), "MF_LOG_LEVEL=debug")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("cannot start mf: %v", err)
+	}
+	go func() { p.exitErr = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	p.waitHealthy(60 * time.Second)
+	return p
+}
+
+func (p *mfProc) waitHealthy(within time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for _, base := range []string{p.ingest, p.api, p.admin} {
+		for {
+			select {
+			case <-p.done:
+				p.t.Fatalf("mf exited before it was healthy (%v); output:\n%s", p.exitErr, p.out)
+			default:
+			}
+			resp, err := http.Get(base + "/healthz")
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 && strings.TrimSpace(string(body)) == `{"status":"ok"}` {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				p.t.Fatalf("%s/healthz not healthy within %v (last error %v); output:\n%s", base, within, err, p.out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// kill ends the process at once (SIGKILL), as a crash would.
+func (p *mfProc) kill() {
+	if p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *mfProc) stop(within time.Duration) int {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		p.kill()
+		p.t.Fatalf("mf did not exit within %v of SIGTERM; output:\n%s", within, p.out)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// do sends one HTTP request and returns status, headers and body.
+func do(t testing.TB, method, url string, body []byte, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		t.Fatalf("cannot build request %s %s: %v", method, url, err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, url, err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// runMF runs one short mf command to completion.
+func runMF(t testing.TB, stdin []byte, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(mfBinary, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("cannot run mf %v: %v", args, err)
+		}
+	}
+	return cmd.ProcessState.ExitCode(), o.String(), e.String()
+}

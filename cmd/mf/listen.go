@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// gatedListener accepts connections from the moment mf starts, so that
+// /healthz can answer 503 while the process is still starting (contract
+// section 1). Until open is called, each connection gets one 503 answer
+// and is closed; afterwards connections go to the real server through
+// Accept.
+type gatedListener struct {
+	net.Listener
+	conns  chan net.Conn
+	opened chan struct{}
+	once   sync.Once
+	done   chan struct{}
+	err    error
+}
+
+func newGatedListener(addr string) (*gatedListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	g := &gatedListener{Listener: ln, conns: make(chan net.Conn), opened: make(chan struct{}), done: make(chan struct{})}
+	go g.acceptLoop()
+	return g, nil
+}
+
+func (g *gatedListener) acceptLoop() {
+	defer close(g.done)
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			g.err = err
+			return
+		}
+		select {
+		case <-g.opened:
+			select {
+			case g.conns <- c:
+			case <-time.After(10 * time.Second):
+				c.Close()
+			}
+		default:
+			go answerStarting(c)
+		}
+	}
+}
+
+// open hands later connections to the real server.
+func (g *gatedListener) open() { g.once.Do(func() { close(g.opened) }) }
+
+// Accept returns the next connection once the gate is open.
+func (g *gatedListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-g.conns:
+		return c, nil
+	case <-g.done:
+		if g.err == nil {
+			return nil, net.ErrClosed
+		}
+		return nil, g.err
+	}
+}
+
+// answerStarting answers one request with 503 and closes the connection.
+func answerStarting(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	req, err := http.ReadRequest(bufio.NewReader(c))
+	if err != nil {
+		return
+	}
+	body := `{"message":"mf is starting"}`
+	if req.URL.Path == "/healthz" {
+		body = `{"status":"starting"}`
+	}
+	resp := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n" +
+		"Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body
+	_, _ = c.Write([]byte(resp))
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

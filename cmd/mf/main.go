@@ -1,0 +1,69 @@
+// Command mf is the analytics-ingest and feature-flag service: one binary for
+// every role (see ../../README.md and the operations contract).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: mf <command> [flags]
+
+commands:
+  serve       run every role in one process (ingest, processor, reporting and admin API)
+  ingest      run the /v1 ingest and flag service only
+  process     run the processor only
+  api         run the reporting and admin API only
+  provision   apply a provisioning file: mf provision [flags] FILE
+  eval        evaluate flags: JSON lines on stdin, results on stdout
+  version     print the version
+
+Run 'mf <command> -h' for the flags of a command.
+`
+
+// run is main without the process: tests drive it with their own arguments,
+// streams and context.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serveMain(ctx, rolesAll, rest, stdout, stderr)
+	case "ingest":
+		return serveMain(ctx, roleIngest, rest, stdout, stderr)
+	case "process":
+		return serveMain(ctx, roleProcess, rest, stdout, stderr)
+	case "api":
+		return serveMain(ctx, roleAPI, rest, stdout, stderr)
+	case "provision":
+		return provisionMain(ctx, rest, stdout, stderr)
+	case "eval":
+		return evalMain(ctx, rest, stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "mf", version)
+		return 0
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mf: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"

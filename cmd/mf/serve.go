@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/api"
+	"github.com/mfhq/mf/ingest"
+	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/catalog"
+	"github.com/mfhq/mf/storage/eventlog"
+)
+
+// serveMain runs the roles of one process until ctx ends (SIGTERM or
+// SIGINT), then drains and shuts down in order. It returns the exit code.
+func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io.Writer) int {
+	name := map[role]string{rolesAll: "serve", roleIngest: "ingest", roleProcess: "process", roleAPI: "api"}[roles]
+	cfg, fs, err := parseConfig(name, args, os.Getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flagHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "mf %s: %v\n", name, err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mf %s: unexpected arguments %q\n", name, fs.Args())
+		return 2
+	}
+	if roles != rolesAll && (cfg.Log == "" || cfg.Store == "") {
+		fmt.Fprintf(stderr, "mf %s: a role run apart needs a shared external --log nats://… and --store s3://…\n", name)
+		return 2
+	}
+	logger := newLogger(cfg, stderr)
+	s := &service{cfg: cfg, roles: roles, logger: logger, stdout: stdout}
+	if err := s.run(ctx); err != nil {
+		logger.Error("mf stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+var flagHelp = errors.New("help requested")
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// service is one mf process: the parts its roles need, started in order
+// and stopped in reverse.
+type service struct {
+	cfg    config
+	roles  role
+	logger *slog.Logger
+	stdout io.Writer
+
+	ready    atomic.Bool
+	bucket   storage.Bucket
+	log      *eventlog.Log
+	cat      *catalog.Catalog
+	ingest   *ingest.Server
+	servers  []*httpServer
+	closers  []func() error // in the order they must run at shutdown
+	provData []byte
+}
+
+// httpServer is one listener with its Fiber app.
+type httpServer struct {
+	name, addr string
+	ln         *gatedListener
+	app        *fiber.App
+	served     chan error
+}
+
+func (s *service) run(ctx context.Context) (err error) {
+	start := time.Now()
+	defer func() {
+		if cerr := s.shutdown(); err == nil {
+			err = cerr
+		}
+	}()
+	// Listen first, so that /healthz answers 503 while the parts start.
+	for _, l := range []struct {
+		name, addr string
+		r          role
+	}{{"ingest", s.cfg.IngestAddr, roleIngest}, {"api", s.cfg.APIAddr, roleAPI}, {"admin", s.cfg.AdminAddr, roleAPI}} {
+		if !s.roles.has(l.r) && !(l.name == "admin" && s.roles == roleProcess) {
+			continue
+		}
+		ln, err := newGatedListener(l.addr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on %s address %s: %w", l.name, l.addr, err)
+		}
+		s.servers = append(s.servers, &httpServer{name: l.name, addr: ln.Addr().String(), ln: ln})
+	}
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	if err := s.serveHTTP(); err != nil {
+		return err
+	}
+	s.ready.Store(true)
+	s.logger.Info("mf is ready", "startup", time.Since(start).Round(time.Millisecond), "roles", s.cfg.rolesString(s.roles))
+	s.printBanner()
+
+	select {
+	case <-ctx.Done():
+		s.logger.Info("mf: shutting down")
+	case err := <-s.firstServeError():
+		return err
+	}
+	return nil
+}
+
+func (c config) rolesString(r role) string {
+	switch r {
+	case rolesAll:
+		return "ingest,process,api"
+	case roleIngest:
+		return "ingest"
+	case roleProcess:
+		return "process"
+	default:
+		return "api"
+	}
+}
+
+// open builds the parts below the listeners, in dependency order.
+func (s *service) open(ctx context.Context) error {
+	bcfg := storage.DefaultConfig()
+	bcfg.Store, bcfg.Dir = s.cfg.Store, filepath.Join(s.cfg.Data, "objects")
+	b, err := storage.Open(ctx, bcfg, s.logger)
+	if err != nil {
+		return fmt.Errorf("cannot open the object store: %w", err)
+	}
+	s.bucket = b
+
+	lcfg := eventlog.DefaultConfig()
+	lcfg.URL, lcfg.Dir = s.cfg.Log, filepath.Join(s.cfg.Data, "log")
+	if s.cfg.Fsync == "always" {
+		lcfg.Sync = eventlog.SyncPolicyAlways
+	}
+	lg, err := eventlog.Open(ctx, lcfg, s.logger)
+	if err != nil {
+		return fmt.Errorf("cannot open the log: %w", err)
+	}
+	s.log = lg
+
+	cat, err := openCatalog(ctx, lg, s.logger)
+	if err != nil {
+		return err
+	}
+	s.cat = cat
+
+	if s.cfg.Provision != "" {
+		data, err := os.ReadFile(s.cfg.Provision)
+		if err != nil {
+			return fmt.Errorf("cannot read the provisioning file: %w", err)
+		}
+		f, err := catalog.Parse(data)
+		if err != nil {
+			return fmt.Errorf("provisioning file %s: %w", s.cfg.Provision, err)
+		}
+		res, err := cat.ApplyFile(ctx, f)
+		if err != nil {
+			return fmt.Errorf("provisioning file %s: %w", s.cfg.Provision, err)
+		}
+		s.provData = data
+		s.logger.Info("provisioning file applied", "file", s.cfg.Provision, "changes", len(res.Changes), "version", res.Version)
+	}
+
+	if s.roles.has(roleIngest) {
+		icfg := ingest.DefaultConfig()
+		tp, _ := s.cfg.trustedProxies()
+		icfg.TrustedProxies = tp
+		icfg.GeoIP = s.cfg.GeoIP
+		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load}, s.logger)
+		if err != nil {
+			return fmt.Errorf("cannot start the ingest service: %w", err)
+		}
+		s.ingest = srv
+	}
+	return nil
+}
+
+// openCatalog folds the catalog topic of the log into a live Catalog.
+func openCatalog(ctx context.Context, lg *eventlog.Log, logger *slog.Logger) (*catalog.Catalog, error) {
+	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
+	if err != nil {
+		return nil, fmt.Errorf("cannot subscribe to the catalog: %w", err)
+	}
+	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
+		Publisher:  lg.Publisher(),
+		Subscriber: sub,
+		LastSeq:    lg.LastSeq,
+		Seq: func(m *message.Message) (uint64, bool) {
+			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
+			return n, err == nil
+		},
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the catalog: %w", err)
+	}
+	return cat, nil
+}
+
+// serveHTTP builds each listener's app and opens its gate.
+func (s *service) serveHTTP() error {
+	for _, hs := range s.servers {
+		var app *fiber.App
+		var err error
+		switch hs.name {
+		case "ingest":
+			app = s.ingest.App()
+		case "api":
+			app = api.NewReporting(api.ReportingConfig{}, s.ready.Load, s.logger)
+		case "admin":
+			acfg := api.DefaultAdminConfig()
+			acfg.Token = s.cfg.AdminToken
+			app, err = api.NewAdmin(acfg, s.cat, s.ready.Load, s.logger)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot build the %s API: %w", hs.name, err)
+		}
+		hs.app, hs.served = app, make(chan error, 1)
+		go func(hs *httpServer) { hs.served <- hs.app.Listener(hs.ln) }(hs)
+		hs.ln.open()
+	}
+	return nil
+}
+
+func (s *service) firstServeError() <-chan error {
+	out := make(chan error, 1)
+	for _, hs := range s.servers {
+		go func(hs *httpServer) {
+			if hs.served == nil {
+				return
+			}
+			if err := <-hs.served; err != nil {
+				out <- fmt.Errorf("%s listener on %s failed: %w", hs.name, hs.addr, err)
+			}
+		}(hs)
+	}
+	return out
+}
+
+// shutdown drains in-flight requests, then stops the parts in reverse order
+// of their start, so that what was consumed is committed before the log
+// closes.
+func (s *service) shutdown() error {
+	s.ready.Store(false)
+	var errs []error
+	for _, hs := range s.servers {
+		if hs.app != nil {
+			if err := hs.app.ShutdownWithTimeout(20 * time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("cannot drain the %s listener: %w", hs.name, err))
+			}
+		}
+		_ = hs.ln.Close()
+	}
+	if s.ingest != nil {
+		if err := s.ingest.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cat != nil {
+		if err := s.cat.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.log != nil {
+		if err := s.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.bucket != nil {
+		if err := s.bucket.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// printBanner tells a person where mf listens and, after provisioning, the
+// keys to use (read from the file: the catalog keeps secrets only hashed).
+func (s *service) printBanner() {
+	w := s.stdout
+	fmt.Fprintln(w, "mf is ready")
+	for _, hs := range s.servers {
+		path := map[string]string{"ingest": "/v1", "api": "/api/v1", "admin": "/admin/v1"}[hs.name]
+		fmt.Fprintf(w, "  %-8s http://%s%s\n", hs.name, hs.addr, path)
+	}
+	if s.provData == nil {
+		return
+	}
+	var f struct {
+		Users []struct {
+			Name    string
+			APIKeys []struct{ Token string } `json:"apiKeys"`
+		}
+		Organizations []struct {
+			Projects []struct {
+				ID, Name string
+				Sources  []struct{ Name, Kind, Mode, Key string }
+			}
+		}
+	}
+	if json.Unmarshal(s.provData, &f) != nil {
+		return
+	}
+	fmt.Fprintf(w, "provisioned from %s:\n", s.cfg.Provision)
+	for _, o := range f.Organizations {
+		for _, p := range o.Projects {
+			fmt.Fprintf(w, "  project %q  id %s\n", p.Name, p.ID)
+			for _, src := range p.Sources {
+				kind := "website key"
+				if src.Kind == catalog.KindServer {
+					kind = "secret key "
+				}
+				fmt.Fprintf(w, "    %s  %s  (%s, %s)\n", kind, src.Key, src.Name, src.Mode)
+			}
+		}
+	}
+	for _, u := range f.Users {
+		for _, k := range u.APIKeys {
+			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, k.Token)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package evaluator
+
+// Facts are what a flag is evaluated against: the anonymous id, the user
+// id, properties and segment membership. Facts are immutable and safe for
+// concurrent use; the zero Facts (or nil) are empty facts.
+type Facts struct {
+	id, userID           string
+	idState, userIDState idState
+	props                *value // an object, or nil
+	seg                  segState
+	segIn, segUnavail    []string
+}
+
+type segState uint8
+
+const (
+	segAbsent segState = iota
+	segPending
+	segUnavailable
+	segObject
+)
+
+// ParseFacts reads a facts object: {"id", "userId", "properties",
+// "segments"}. null reads as empty facts. Members of the wrong type count
+// as absent: an id that is not a string is no id, properties that are not
+// an object are no properties, segments other than an object, "pending" or
+// "unavailable" are absent. Unknown members are ignored.
+func ParseFacts(data []byte) (*Facts, error) {
+	v, err := parseJSON(string(data))
+	if err != nil {
+		err.What = "facts"
+		return nil, err
+	}
+	fa, ok := compileFacts(&v)
+	if !ok {
+		return nil, &ParseError{What: "facts", Offset: -1, Err: ErrNotObject}
+	}
+	return fa, nil
+}
+
+// compileFacts reads facts from v; it fails when v is neither an object
+// nor null.
+func compileFacts(v *value) (*Facts, bool) {
+	fa := &Facts{}
+	if v.kind == kindNull {
+		return fa, true
+	}
+	if v.kind != kindObject {
+		return nil, false
+	}
+	fa.id, fa.idState = readID(v.member("id"))
+	fa.userID, fa.userIDState = readID(v.member("userId"))
+	if p := v.get("properties"); p != nil && p.kind == kindObject {
+		fa.props = p
+	}
+	if s := v.get("segments"); s != nil {
+		switch {
+		case s.kind == kindString && s.str == "pending":
+			fa.seg = segPending
+		case s.kind == kindString && s.str == "unavailable":
+			fa.seg = segUnavailable
+		case s.kind == kindObject:
+			fa.seg = segObject
+			fa.segIn = stringsOf(s.get("in"))
+			fa.segUnavail = stringsOf(s.get("unavailable"))
+		}
+	}
+	return fa, true
+}
+
+func readID(v *value) (string, idState) {
+	switch {
+	case v == nil || v.kind == kindNull:
+		return "", idAbsent
+	case v.kind != kindString:
+		return "", idNotString
+	}
+	return v.str, checkID(v.str)
+}
+
+// stringsOf returns the strings of a list, ignoring other elements; a
+// value that is not a list gives none.
+func stringsOf(v *value) []string {
+	if v == nil || v.kind != kindList {
+		return nil
+	}
+	var out []string
+	for i := range v.elems {
+		if v.elems[i].kind == kindString {
+			out = append(out, v.elems[i].str)
+		}
+	}
+	return out
+}
+
+// unit returns the usable unit for a flag whose unit is the user id (byUser)
+// or the anonymous id.
+func (fa *Facts) unit(byUser bool) (string, idState) {
+	if byUser {
+		return fa.userID, fa.userIDState
+	}
+	return fa.id, fa.idState
+}
+
+// prop returns the property named key, or nil when it is missing (absent
+// or null).
+func (fa *Facts) prop(key string) *value {
+	return fa.props.get(key)
+}
+
+// ParseCase reads one `mf eval` input line, {"flag": {...}, "facts":
+// {...}}. Facts may be absent or null (empty facts). An error means the
+// line is not a case and answers PARSE_ERROR.
+func ParseCase(line []byte) (*Flag, *Facts, error) {
+	v, err := parseJSON(string(line))
+	if err != nil {
+		err.What = "case"
+		return nil, nil, err
+	}
+	if v.kind != kindObject {
+		return nil, nil, &ParseError{What: "case", Offset: -1, Err: ErrNotObject}
+	}
+	fv := v.member("flag")
+	if fv == nil || fv.kind != kindObject {
+		return nil, nil, &ParseError{What: "case", Offset: -1, Detail: `"flag" is not an object`, Err: ErrNotCase}
+	}
+	fa := &Facts{}
+	if factsV := v.member("facts"); factsV != nil {
+		var ok bool
+		if fa, ok = compileFacts(factsV); !ok {
+			return nil, nil, &ParseError{What: "case", Offset: -1, Detail: `"facts" is neither an object nor null`, Err: ErrNotCase}
+		}
+	}
+	return compileFlag(fv), fa, nil
+}

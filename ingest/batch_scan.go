@@ -1,0 +1,455 @@
+package ingest
+
+import (
+	"unicode/utf8"
+)
+
+// jsonScanner reads JSON text in one pass over a string. It checks the whole
+// grammar of RFC 8259, UTF-8 validity, and refuses lone UTF-16 surrogates in
+// \u escapes. The first syntax error is kept in syntax and stops the scan:
+// pos jumps to the end, so every later read fails at once and loops end.
+type jsonScanner struct {
+	src    string
+	pos    int
+	depth  int
+	syntax string // first syntax error; "" while the text is well formed
+	errPos int    // byte offset of the first syntax error
+	buf    []byte // scratch for strings with escapes
+}
+
+// batchMaxNesting bounds the nesting of objects and lists anywhere in a batch
+// body; deeper text is refused as invalid_json, as a parser limit.
+const batchMaxNesting = 128
+
+func (s *jsonScanner) fail(msg string) {
+	if s.syntax == "" {
+		s.syntax = msg
+		s.errPos = s.pos
+	}
+	s.pos = len(s.src)
+}
+
+func (s *jsonScanner) failed() bool { return s.syntax != "" }
+
+// ws skips insignificant whitespace.
+func (s *jsonScanner) ws() {
+	for s.pos < len(s.src) {
+		switch s.src[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the byte at pos, or 0 at the end.
+func (s *jsonScanner) peek() byte {
+	if s.pos < len(s.src) {
+		return s.src[s.pos]
+	}
+	return 0
+}
+
+// expect consumes c after whitespace, or fails.
+func (s *jsonScanner) expect(c byte, msg string) bool {
+	s.ws()
+	if s.pos < len(s.src) && s.src[s.pos] == c {
+		s.pos++
+		return true
+	}
+	s.fail(msg)
+	return false
+}
+
+// enter counts one more level of nesting; it fails past batchMaxNesting.
+func (s *jsonScanner) enter() bool {
+	s.depth++
+	if s.depth > batchMaxNesting {
+		s.fail("nested deeper than 128 levels")
+		return false
+	}
+	return true
+}
+
+func (s *jsonScanner) leave() { s.depth-- }
+
+// objectStart consumes `{` (at pos) and reports whether the object has a
+// first member; an empty object is consumed whole.
+func (s *jsonScanner) objectStart() bool {
+	s.pos++
+	if !s.enter() {
+		return false
+	}
+	s.ws()
+	if s.peek() == '}' {
+		s.pos++
+		s.leave()
+		return false
+	}
+	return true
+}
+
+// key reads a member name and its colon; pos is then at the value.
+func (s *jsonScanner) key() (string, bool) {
+	s.ws()
+	if s.peek() != '"' {
+		s.fail("expected a member name")
+		return "", false
+	}
+	k, _ := s.str()
+	if !s.expect(':', "expected ':' after a member name") {
+		return "", false
+	}
+	s.ws()
+	return k, true
+}
+
+// next consumes the `,` or `}` after a member; it reports whether another
+// member follows.
+func (s *jsonScanner) next(end byte) bool {
+	s.ws()
+	switch s.peek() {
+	case ',':
+		s.pos++
+		return true
+	case end:
+		s.pos++
+		s.leave()
+		return false
+	}
+	if end == '}' {
+		s.fail("expected ',' or '}' after an object member")
+	} else {
+		s.fail("expected ',' or ']' after a list element")
+	}
+	return false
+}
+
+// arrayStart consumes `[` and reports whether the list has a first element.
+func (s *jsonScanner) arrayStart() bool {
+	s.pos++
+	if !s.enter() {
+		return false
+	}
+	s.ws()
+	if s.peek() == ']' {
+		s.pos++
+		s.leave()
+		return false
+	}
+	return true
+}
+
+// str reads a string at pos (which holds `"`) and returns its value. When
+// the string has no escapes the value is a substring of the source and
+// escaped is false.
+func (s *jsonScanner) str() (v string, escaped bool) {
+	start := s.pos + 1
+	i := start
+	src := s.src
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			return src[start:i], false
+		case c == '\\':
+			return s.strEscaped(start, i), true
+		case c < 0x20:
+			s.pos = i
+			s.fail("control character in a string")
+			return "", false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				s.pos = i
+				s.fail("invalid UTF-8")
+				return "", false
+			}
+			i += n
+		}
+	}
+	s.pos = len(src)
+	s.fail("unterminated string")
+	return "", false
+}
+
+// strEscaped finishes a string whose first escape is at i.
+func (s *jsonScanner) strEscaped(start, i int) string {
+	src := s.src
+	b := append(s.buf[:0], src[start:i]...)
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			s.buf = b
+			return string(b)
+		case c == '\\':
+			if i+1 >= len(src) {
+				s.pos = i
+				s.fail("unterminated string")
+				return ""
+			}
+			switch src[i+1] {
+			case '"', '\\', '/':
+				b = append(b, src[i+1])
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, n := s.unicodeEscape(i)
+				if n == 0 {
+					return ""
+				}
+				b = utf8.AppendRune(b, r)
+				i += n
+				continue
+			default:
+				s.pos = i
+				s.fail("invalid escape in a string")
+				return ""
+			}
+			i += 2
+		case c < 0x20:
+			s.pos = i
+			s.fail("control character in a string")
+			return ""
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				s.pos = i
+				s.fail("invalid UTF-8")
+				return ""
+			}
+			b = append(b, src[i:i+n]...)
+			i += n
+		}
+	}
+	s.pos = len(src)
+	s.fail("unterminated string")
+	return ""
+}
+
+// unicodeEscape reads `\uXXXX` (and its low surrogate partner) at i and
+// returns the rune and the bytes used, or 0 bytes after failing.
+func (s *jsonScanner) unicodeEscape(i int) (rune, int) {
+	r, ok := hex4(s.src, i+2)
+	if !ok {
+		s.pos = i
+		s.fail("invalid \\u escape")
+		return 0, 0
+	}
+	switch {
+	case r >= 0xdc00 && r <= 0xdfff:
+		s.pos = i
+		s.fail("lone UTF-16 surrogate")
+		return 0, 0
+	case r >= 0xd800 && r <= 0xdbff:
+		if i+12 <= len(s.src) && s.src[i+6] == '\\' && s.src[i+7] == 'u' {
+			lo, ok := hex4(s.src, i+8)
+			if ok && lo >= 0xdc00 && lo <= 0xdfff {
+				return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12
+			}
+		}
+		s.pos = i
+		s.fail("lone UTF-16 surrogate")
+		return 0, 0
+	}
+	return r, 6
+}
+
+func hex4(src string, i int) (rune, bool) {
+	if i+4 > len(src) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(src[i : i+4]) {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, true
+}
+
+// number reads a number at pos and returns its text and whether it is a
+// JSON integer (no fraction, no exponent).
+func (s *jsonScanner) number() (tok string, isInt bool) {
+	src := s.src
+	start := s.pos
+	i := start
+	if i < len(src) && src[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(src) && src[i] == '0':
+		i++
+	case i < len(src) && src[i] >= '1' && src[i] <= '9':
+		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+			i++
+		}
+	default:
+		s.pos = i
+		s.fail("invalid number")
+		return "", false
+	}
+	isInt = true
+	if i < len(src) && src[i] == '.' {
+		isInt = false
+		i++
+		d := i
+		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+			i++
+		}
+		if i == d {
+			s.pos = i
+			s.fail("invalid number")
+			return "", false
+		}
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+			i++
+		}
+		if i == d {
+			s.pos = i
+			s.fail("invalid number")
+			return "", false
+		}
+	}
+	s.pos = i
+	return src[start:i], isInt
+}
+
+// literal reads true, false or null at pos.
+func (s *jsonScanner) literal() string {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if len(s.src)-s.pos >= len(lit) && s.src[s.pos:s.pos+len(lit)] == lit {
+			s.pos += len(lit)
+			return lit
+		}
+	}
+	s.fail("invalid literal")
+	return ""
+}
+
+// null consumes a null at pos if there is one.
+func (s *jsonScanner) null() bool {
+	if len(s.src)-s.pos >= 4 && s.src[s.pos:s.pos+4] == "null" {
+		s.pos += 4
+		return true
+	}
+	return false
+}
+
+// skip reads any value at pos, checking it, and keeps nothing.
+func (s *jsonScanner) skip() {
+	switch c := s.peek(); {
+	case c == '"':
+		s.skipString()
+	case c == '{':
+		for more := s.objectStart(); more && !s.failed(); more = s.next('}') {
+			s.ws()
+			if s.peek() != '"' {
+				s.fail("expected a member name")
+				return
+			}
+			s.skipString()
+			if !s.expect(':', "expected ':' after a member name") {
+				return
+			}
+			s.ws()
+			s.skip()
+		}
+	case c == '[':
+		for more := s.arrayStart(); more && !s.failed(); more = s.next(']') {
+			s.ws()
+			s.skip()
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		s.number()
+	case c == 't' || c == 'f' || c == 'n':
+		s.literal()
+	case c == 0 && s.pos >= len(s.src):
+		s.fail("unexpected end of the body")
+	default:
+		s.fail("unexpected character")
+	}
+}
+
+// skipString checks a string at pos without building its value.
+func (s *jsonScanner) skipString() {
+	src := s.src
+	i := s.pos + 1
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			return
+		case c == '\\':
+			if i+1 >= len(src) {
+				i = len(src)
+				continue
+			}
+			switch src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				_, n := s.unicodeEscape(i)
+				if n == 0 {
+					return
+				}
+				i += n
+			default:
+				s.pos = i
+				s.fail("invalid escape in a string")
+				return
+			}
+		case c < 0x20:
+			s.pos = i
+			s.fail("control character in a string")
+			return
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				s.pos = i
+				s.fail("invalid UTF-8")
+				return
+			}
+			i += n
+		}
+	}
+	s.pos = len(src)
+	s.fail("unterminated string")
+}

@@ -1,0 +1,123 @@
+package rollups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mfhq/mf/storage"
+)
+
+// CollectStats counts what one Collect did.
+type CollectStats struct {
+	// Retired counts retired files deleted after RetireGrace.
+	Retired int
+	// Orphans counts unreferenced files (of failed commits, aborted
+	// generations, lost compaction races) deleted after OrphanGrace.
+	Orphans int
+	// Generations counts staged generations aborted as abandoned.
+	Generations int
+}
+
+// Collect deletes the data files of project that no manifest needs any
+// more: files retired more than RetireGrace ago, and files that no
+// manifest references and that were written more than OrphanGrace ago.
+// Staged generations without a commit for StagingExpiry are aborted first.
+// It is safe to run beside writers, readers and other collectors.
+//
+// The order matters: staged manifests are read before the live one, so a
+// promotion in between cannot hide its files (they are in the staged
+// manifest read, or in the live one read after it).
+func (s *Store) Collect(ctx context.Context, project string) (CollectStats, error) {
+	var st CollectStats
+	if err := validateProject(project); err != nil {
+		return st, err
+	}
+	now := s.now()
+	staged, infos, err := s.readStaging(ctx, project)
+	if err != nil {
+		return st, fmt.Errorf("cannot collect project %q: %w", project, err)
+	}
+	for i := 0; i < len(staged); i++ {
+		if now.Sub(infos[i].LastModified) <= s.cfg.StagingExpiry {
+			continue
+		}
+		t := Target{Project: project, Staging: staged[i].Staging}
+		if err := s.AbortGeneration(ctx, t); err != nil {
+			return st, fmt.Errorf("cannot collect project %q: %w", project, err)
+		}
+		s.logger.Warn("rollups: aborted an abandoned staged generation", "project", project, "generation", t.Staging, "last_commit", infos[i].LastModified)
+		st.Generations++
+		staged = slices.Delete(staged, i, i+1)
+		infos = slices.Delete(infos, i, i+1)
+		i--
+	}
+	live, err := s.Load(ctx, Live(project))
+	if err != nil {
+		return st, fmt.Errorf("cannot collect project %q: %w", project, err)
+	}
+	manifests := append([]*Manifest{live}, staged...)
+
+	protected := map[string]bool{} // live somewhere, or retired within the grace
+	expired := map[string]bool{}   // retired longer ago than the grace
+	for _, m := range manifests {
+		m.liveFiles(func(f DataFile) { protected[f.Ref().String()] = true })
+		for _, r := range m.Retired {
+			if now.Sub(r.At) <= s.cfg.RetireGrace {
+				protected[r.FileRef.String()] = true
+			} else {
+				expired[r.FileRef.String()] = true
+			}
+		}
+	}
+	var doomed []string
+	var orphans int
+	err = s.bucket.List(ctx, s.layout.dataPrefix(project), func(o storage.ObjectInfo) error {
+		ref, ok := s.layout.parseFileKey(project, o.Key)
+		if !ok || protected[ref.String()] {
+			return nil // not ours to judge, or needed
+		}
+		switch {
+		case expired[ref.String()]:
+			doomed = append(doomed, o.Key)
+		case now.Sub(o.LastModified) > s.cfg.OrphanGrace:
+			doomed = append(doomed, o.Key)
+			orphans++
+		}
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("cannot list data files of project %q: %w", project, err)
+	}
+	for _, k := range doomed {
+		if err := s.bucket.Delete(ctx, k); err != nil {
+			return st, fmt.Errorf("cannot delete data file %q: %w", k, err)
+		}
+	}
+	st.Orphans = orphans
+	st.Retired = len(doomed) - orphans
+
+	// Forget the expired retired entries, all of which are deleted now or
+	// are live in another manifest.
+	for _, m := range manifests {
+		t := Target{Project: project, Staging: m.Staging}
+		_, err := s.update(ctx, t, func(m *Manifest) (*Manifest, error) {
+			keep := slices.DeleteFunc(slices.Clone(m.Retired), func(r RetiredFile) bool { return expired[r.FileRef.String()] })
+			if len(keep) == len(m.Retired) {
+				return nil, nil
+			}
+			n := *m
+			n.Version, n.CommittedAt, n.CommitID = m.Version+1, s.now().UTC(), newID(s.now())
+			n.Retired = keep
+			return &n, nil
+		})
+		if err != nil && !errors.Is(err, ErrGenerationGone) {
+			return st, fmt.Errorf("cannot forget deleted files of %s: %w", t, err)
+		}
+	}
+	if st.Retired+st.Orphans+st.Generations > 0 {
+		s.logger.Info("rollups: collected files", "project", project, "retired", st.Retired, "orphans", st.Orphans, "generations", st.Generations)
+	}
+	return st, nil
+}

@@ -1,0 +1,280 @@
+package rollups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// compactTierBase is the size of the smallest compaction tier: files up to
+// it are all in tier 0.
+const compactTierBase = 64 << 10
+
+// CompactStats counts what one Compact did.
+type CompactStats struct {
+	// Merges counts merged groups committed; Inputs the files they
+	// replaced; Rows the rows rewritten.
+	Merges, Inputs int
+	Rows           int64
+	// Lost counts merges dropped because a concurrent commit removed one
+	// of their inputs first; their output is left to Collect.
+	Lost int
+}
+
+// Compact merges small data files of every table and partition of target
+// into larger ones, keeping each file sorted by the table's sort key, and
+// commits the result like any change (retrying when other commits race
+// it; checkpoints are untouched). The replaced files are retired. Which
+// files merge is decided by Config: CompactMinFiles files of one size tier,
+// or all small files of a partition quiet for CompactQuietAfter.
+func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error) {
+	var st CompactStats
+	m, err := s.Load(ctx, target)
+	if err != nil {
+		return st, fmt.Errorf("cannot compact %s: %w", target, err)
+	}
+	type merge struct {
+		inputs []DataFile
+		output []DataFile
+	}
+	var merges []merge
+	defer func() {
+		// Outputs of merges not committed are orphans: remove them now
+		// rather than wait for Collect (best effort).
+		for _, mg := range merges {
+			for _, f := range mg.output {
+				if f.def != nil {
+					_ = s.bucket.Delete(context.WithoutCancel(ctx), s.layout.file(target.Project, f.Ref()))
+				}
+			}
+		}
+	}()
+	for _, name := range slices.Sorted(maps.Keys(m.Tables)) {
+		ts := m.Tables[name]
+		def := ts.Definition(name)
+		for _, part := range ts.PartitionNames() {
+			for _, group := range s.pickMerges(ts.Partitions[part]) {
+				out, err := s.mergeFiles(ctx, target.Project, def, part, group)
+				if err != nil {
+					return st, fmt.Errorf("cannot compact %s table %q partition %q: %w", target, name, part, err)
+				}
+				merges = append(merges, merge{inputs: group, output: out})
+			}
+		}
+	}
+	if len(merges) == 0 {
+		return st, nil
+	}
+	var applied []int
+	_, err = s.update(ctx, target, func(m *Manifest) (*Manifest, error) {
+		applied = applied[:0]
+		var ch Change
+		for i, mg := range merges {
+			live := true
+			for _, f := range mg.inputs {
+				if !slices.ContainsFunc(m.Files(f.Table, f.Partition), func(g DataFile) bool { return g.Name == f.Name }) {
+					live = false
+					break
+				}
+			}
+			if !live {
+				continue
+			}
+			applied = append(applied, i)
+			ch.Add = append(ch.Add, mg.output...)
+			for _, f := range mg.inputs {
+				ch.Remove = append(ch.Remove, f.Ref())
+			}
+		}
+		if len(applied) == 0 {
+			return nil, nil
+		}
+		return applyChange(m, ch, s.now(), newID(s.now()))
+	})
+	if err != nil {
+		return st, fmt.Errorf("cannot commit compaction of %s: %w", target, err)
+	}
+	for _, i := range applied {
+		mg := merges[i]
+		st.Merges++
+		st.Inputs += len(mg.inputs)
+		for _, f := range mg.output {
+			st.Rows += f.Rows
+		}
+		merges[i].output = nil // committed: keep
+	}
+	st.Lost = len(merges) - len(applied)
+	if st.Merges > 0 {
+		s.logger.Debug("rollups: compacted", "target", target.String(), "merges", st.Merges, "inputs", st.Inputs, "rows", st.Rows, "lost", st.Lost)
+	}
+	return st, nil
+}
+
+// pickMerges chooses groups of files of one partition to merge.
+func (s *Store) pickMerges(files []DataFile) [][]DataFile {
+	var small []DataFile
+	var newest DataFile
+	for _, f := range files {
+		if f.WrittenAt.After(newest.WrittenAt) {
+			newest = f
+		}
+		if f.Bytes < s.cfg.CompactTargetBytes {
+			small = append(small, f)
+		}
+	}
+	if len(small) < 2 {
+		return nil
+	}
+	quiet := s.now().Sub(newest.WrittenAt) >= s.cfg.CompactQuietAfter
+	if quiet {
+		return s.packGroups(small, 2)
+	}
+	tiers := map[int][]DataFile{}
+	for _, f := range small {
+		t := tier(f.Bytes, s.cfg.CompactMinFiles)
+		tiers[t] = append(tiers[t], f)
+	}
+	var groups [][]DataFile
+	for _, t := range slices.Sorted(maps.Keys(tiers)) {
+		if len(tiers[t]) >= s.cfg.CompactMinFiles {
+			groups = append(groups, s.packGroups(tiers[t], s.cfg.CompactMinFiles)...)
+		}
+	}
+	return groups
+}
+
+// packGroups cuts files (in commit order) into groups whose sizes add up
+// to at most CompactTargetBytes, keeping groups of at least minFiles.
+func (s *Store) packGroups(files []DataFile, minFiles int) [][]DataFile {
+	var groups [][]DataFile
+	var cur []DataFile
+	var size int64
+	for _, f := range files {
+		if len(cur) > 0 && size+f.Bytes > s.cfg.CompactTargetBytes {
+			if len(cur) >= minFiles {
+				groups = append(groups, cur)
+			}
+			cur, size = nil, 0
+		}
+		cur = append(cur, f)
+		size += f.Bytes
+	}
+	if len(cur) >= minFiles {
+		groups = append(groups, cur)
+	}
+	return groups
+}
+
+// tier is the size class of a file: files within a factor of minFiles of
+// each other share a tier.
+func tier(size int64, minFiles int) int {
+	if size <= compactTierBase {
+		return 0
+	}
+	return int(math.Log(float64(size)/compactTierBase) / math.Log(float64(minFiles)))
+}
+
+// mergeFiles reads the group's files, merges their rows in sort-key order
+// (stable: equal keys keep the files' commit order) and writes one file.
+func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, partition string, group []DataFile) ([]DataFile, error) {
+	recs := make([]arrow.Record, 0, len(group))
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for _, f := range group {
+		rec, err := s.readFile(ctx, project, f, def.Schema)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	order, _, err := sortedOrder(def.Schema, def.SortKey, recs)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := takeRecord(memory.DefaultAllocator, def.Schema, recs, order)
+	if err != nil {
+		return nil, err
+	}
+	defer merged.Release()
+	f, err := s.writeRecord(ctx, project, def, partition, merged)
+	if err != nil {
+		return nil, err
+	}
+	return []DataFile{f}, nil
+}
+
+// readFile reads a whole data file as one record of schema (columns the
+// file lacks are nulls).
+func (s *Store) readFile(ctx context.Context, project string, f DataFile, schema *arrow.Schema) (arrow.Record, error) {
+	key := s.layout.file(project, f.Ref())
+	src, err := openSource(ctx, s.bucket, key, f.Bytes, math.MaxInt64, nil)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := fileSchema(src.meta)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the schema of data file %q: %w", key, err)
+	}
+	fr, err := src.arrowReader()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
+	}
+	var cols []int
+	for _, fld := range schema.Fields() {
+		if idx := fs.FieldIndices(fld.Name); len(idx) == 1 {
+			if !arrow.TypeEqual(fs.Field(idx[0]).Type, fld.Type) {
+				return nil, fmt.Errorf("%w: column %q of %q is %s, the table says %s", ErrSchemaMismatch, fld.Name, key, fs.Field(idx[0]).Type, fld.Type)
+			}
+			cols = append(cols, idx[0])
+		}
+	}
+	rows := src.meta.NumRows
+	rgs := make([]int, len(src.meta.RowGroups))
+	for i := range rgs {
+		rgs[i] = i
+	}
+	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
+	}
+	defer tbl.Release()
+	out := make([]arrow.Array, schema.NumFields())
+	defer releaseAll(out)
+	j := 0
+	for i, fld := range schema.Fields() {
+		if len(fs.FieldIndices(fld.Name)) != 1 {
+			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fld.Type, int(rows))
+			continue
+		}
+		chunks := tbl.Column(j).Data().Chunks()
+		j++
+		if len(chunks) == 1 {
+			chunks[0].Retain()
+			out[i] = chunks[0]
+			continue
+		}
+		a, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			if len(chunks) == 0 {
+				a = array.MakeArrayOfNull(memory.DefaultAllocator, fld.Type, 0)
+			} else {
+				return nil, fmt.Errorf("cannot read column %q of %q: %w", fld.Name, key, err)
+			}
+		}
+		out[i] = a
+	}
+	if int64(out[0].Len()) != rows {
+		return nil, errors.New("row count of " + key + " differs from its footer")
+	}
+	return array.NewRecord(schema, out, rows), nil
+}

@@ -1,0 +1,367 @@
+package rollups
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// manifestFormat names the manifest encoding; a reader refuses others.
+const manifestFormat = "mf-rollups-manifest/1"
+
+// Manifest is one committed version of a project's tables: the live data
+// files of every table and partition, the consumers' checkpoints, and the
+// files retired by earlier versions that wait for deletion. It is the
+// unit of atomicity: a commit replaces it whole, so a reader sees all of a
+// commit or none of it.
+//
+// A Manifest returned by this package is shared (readers cache it): treat
+// it and everything it holds as read-only.
+type Manifest struct {
+	// Format is the encoding version, "mf-rollups-manifest/1".
+	Format string `json:"format"`
+	// Project is the project id.
+	Project string `json:"project"`
+	// Generation counts the generations of the project's tables: 1 for the
+	// first, one more each time a staged generation is promoted (replay).
+	Generation int64 `json:"generation"`
+	// Version counts commits: 0 for a project with no manifest yet, 1 for
+	// the first commit, one more with each commit. Versions of the live
+	// manifest keep increasing across generations. A staged generation
+	// counts its own versions from 1.
+	Version int64 `json:"version"`
+	// Staging is the id of the staged generation this manifest belongs to,
+	// empty for the live manifest.
+	Staging string `json:"staging,omitempty"`
+	// CommittedAt is when the version was committed (committer's clock).
+	CommittedAt time.Time `json:"committedAt"`
+	// CommitID identifies the commit that wrote this version, so that a
+	// committer can tell whether an ambiguous failure committed.
+	CommitID string `json:"commitId"`
+	// Tables holds the live files by table name.
+	Tables map[string]*TableState `json:"tables"`
+	// Checkpoints are the consumers' opaque positions, committed together
+	// with the data they cover.
+	Checkpoints map[string]string `json:"checkpoints,omitempty"`
+	// Retired lists files that earlier versions removed; they are deleted
+	// once RetireGrace has passed and dropped from the list then.
+	Retired []RetiredFile `json:"retired,omitempty"`
+}
+
+// TableState is a table as the manifest records it: its latest definition
+// and its live files by partition.
+type TableState struct {
+	// SortKey and NoDictionary are those of the table's latest definition.
+	SortKey      []string `json:"sortKey,omitempty"`
+	NoDictionary []string `json:"noDictionary,omitempty"`
+	// Columns describe the latest schema: name, type and nullability.
+	Columns []column `json:"columns"`
+	// Partitions holds the live files of each partition, oldest first.
+	Partitions map[string][]DataFile `json:"partitions"`
+
+	schema *arrow.Schema
+}
+
+// FileRef names a data file of a project.
+type FileRef struct {
+	Table     string `json:"table"`
+	Partition string `json:"partition"`
+	// Name is the object name within the partition: a unique id and
+	// ".parquet".
+	Name string `json:"name"`
+}
+
+func (f FileRef) String() string { return f.Table + "/" + f.Partition + "/" + f.Name }
+
+// DataFile describes one immutable Parquet data file.
+type DataFile struct {
+	// Table and Partition are implied by where the manifest lists the
+	// file; they are not repeated in its encoding.
+	Table     string `json:"-"`
+	Partition string `json:"-"`
+	// Name is the object name within the partition.
+	Name string `json:"name"`
+	// Rows is the number of rows, Bytes the object size.
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+	// RowGroups is the number of Parquet row groups.
+	RowGroups int `json:"rowGroups"`
+	// Min and Max bound the first sort-key column over the file's rows
+	// (JSON: a number, a string, or hex for binaries); absent without a
+	// sort key or when every value is null.
+	Min json.RawMessage `json:"min,omitempty"`
+	Max json.RawMessage `json:"max,omitempty"`
+	// WrittenAt is when the file was written (writer's clock).
+	WrittenAt time.Time `json:"writtenAt"`
+
+	def *Table // the definition the file was written with, when known
+}
+
+// Ref returns the reference of the file.
+func (f DataFile) Ref() FileRef {
+	return FileRef{Table: f.Table, Partition: f.Partition, Name: f.Name}
+}
+
+// RetiredFile is a file removed from the live set, waiting for deletion.
+type RetiredFile struct {
+	FileRef
+	// At is when it was removed.
+	At time.Time `json:"at"`
+}
+
+// Checkpoint returns the checkpoint stored under name, or "" when none.
+func (m *Manifest) Checkpoint(name string) string { return m.Checkpoints[name] }
+
+// Table returns the state of the named table, or nil when the manifest
+// has no files of it.
+func (m *Manifest) Table(name string) *TableState { return m.Tables[name] }
+
+// Files returns the live files of a table's partition, oldest first.
+func (m *Manifest) Files(table, partition string) []DataFile {
+	t := m.Tables[table]
+	if t == nil {
+		return nil
+	}
+	return t.Partitions[partition]
+}
+
+// Schema returns the table's latest schema.
+func (t *TableState) Schema() *arrow.Schema { return t.schema }
+
+// Definition returns the table's latest definition.
+func (t *TableState) Definition(name string) *Table {
+	return &Table{Name: name, Schema: t.schema, SortKey: t.SortKey, NoDictionary: t.NoDictionary}
+}
+
+// PartitionNames returns the table's partitions in ascending order.
+func (t *TableState) PartitionNames() []string {
+	return slices.Sorted(maps.Keys(t.Partitions))
+}
+
+// emptyManifest is version 0 of a target: what a missing manifest means.
+func emptyManifest(t Target) *Manifest {
+	m := &Manifest{Format: manifestFormat, Project: t.Project, Staging: t.Staging, Tables: map[string]*TableState{}}
+	if t.Staging == "" {
+		m.Generation = 1
+	}
+	return m
+}
+
+// encodeManifest writes m as indented JSON (map keys sorted, so the
+// encoding is deterministic).
+func encodeManifest(m *Manifest) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("cannot encode manifest of project %q: %w", m.Project, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeManifest reads and checks a manifest of target t.
+func decodeManifest(data []byte, t Target) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptManifest, err)
+	}
+	if m.Format != manifestFormat {
+		return nil, fmt.Errorf("%w: format %q, want %q (written by another version of mf?)", ErrCorruptManifest, m.Format, manifestFormat)
+	}
+	if m.Project != t.Project || m.Staging != t.Staging {
+		return nil, fmt.Errorf("%w: it belongs to project %q generation %q, not %q %q", ErrCorruptManifest, m.Project, m.Staging, t.Project, t.Staging)
+	}
+	if m.Version < 1 {
+		return nil, fmt.Errorf("%w: version %d", ErrCorruptManifest, m.Version)
+	}
+	if m.Tables == nil {
+		m.Tables = map[string]*TableState{}
+	}
+	for name, ts := range m.Tables {
+		if ts == nil || !tableNameRE.MatchString(name) {
+			return nil, fmt.Errorf("%w: bad table %q", ErrCorruptManifest, name)
+		}
+		s, err := columnsSchema(ts.Columns)
+		if err != nil {
+			return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
+		}
+		ts.schema = s
+		for part, files := range ts.Partitions {
+			if err := validatePartition(part); err != nil {
+				return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
+			}
+			for i := range files {
+				if !validFileName(files[i].Name) {
+					return nil, fmt.Errorf("%w: table %q partition %q: bad file name %q", ErrCorruptManifest, name, part, files[i].Name)
+				}
+				files[i].Table, files[i].Partition = name, part
+			}
+		}
+	}
+	return &m, nil
+}
+
+// Change is what one commit does to a manifest.
+type Change struct {
+	// Add lists new data files, as Store.Write returned them.
+	Add []DataFile
+	// Remove lists live files to retire (compaction, replacement of a
+	// table's state). Each must be live in the version the change is based
+	// on.
+	Remove []FileRef
+	// Checkpoints sets consumers' checkpoints; an empty value deletes one.
+	Checkpoints map[string]string
+}
+
+// applyChange returns the manifest that results from ch on m, as version
+// m.Version+1. m is not modified (copy on write).
+func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manifest, error) {
+	n := *m
+	n.Version = m.Version + 1
+	n.CommittedAt = now.UTC()
+	n.CommitID = commitID
+	n.Tables = maps.Clone(m.Tables)
+	if n.Tables == nil {
+		n.Tables = map[string]*TableState{}
+	}
+	touched := map[string]bool{} // tables cloned already
+	table := func(name string) *TableState {
+		ts := n.Tables[name]
+		if touched[name] {
+			return ts
+		}
+		touched[name] = true
+		c := &TableState{Partitions: map[string][]DataFile{}}
+		if ts != nil {
+			*c = *ts
+			c.Partitions = maps.Clone(ts.Partitions)
+		}
+		n.Tables[name] = c
+		return c
+	}
+	clonedPart := map[string]bool{}
+	partition := func(ts *TableState, t, p string) []DataFile {
+		k := t + "/" + p
+		if !clonedPart[k] {
+			clonedPart[k] = true
+			ts.Partitions[p] = slices.Clone(ts.Partitions[p])
+		}
+		return ts.Partitions[p]
+	}
+	if len(ch.Remove) > 0 {
+		n.Retired = slices.Clone(m.Retired)
+	}
+	for _, r := range ch.Remove {
+		ts := n.Tables[r.Table]
+		if ts == nil {
+			return nil, fmt.Errorf("%w: cannot remove %s: the manifest has no table %q", ErrInvalidChange, r, r.Table)
+		}
+		ts = table(r.Table)
+		files := partition(ts, r.Table, r.Partition)
+		i := slices.IndexFunc(files, func(f DataFile) bool { return f.Name == r.Name })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: cannot remove %s: it is not live in version %d", ErrInvalidChange, r, m.Version)
+		}
+		files = slices.Delete(files, i, i+1)
+		if len(files) == 0 {
+			delete(ts.Partitions, r.Partition)
+		} else {
+			ts.Partitions[r.Partition] = files
+		}
+		n.Retired = append(n.Retired, RetiredFile{FileRef: r, At: now.UTC()})
+	}
+	for _, f := range ch.Add {
+		if err := validatePartition(f.Partition); err != nil {
+			return nil, fmt.Errorf("%w: cannot add %s: %w", ErrInvalidChange, f.Ref(), err)
+		}
+		if !tableNameRE.MatchString(f.Table) || !validFileName(f.Name) {
+			return nil, fmt.Errorf("%w: cannot add %s: not a data file that Store.Write returned", ErrInvalidChange, f.Ref())
+		}
+		ts := table(f.Table)
+		if f.def != nil {
+			cols, err := schemaColumns(f.def.Schema)
+			if err != nil {
+				return nil, fmt.Errorf("%w: cannot add %s: %w", ErrInvalidChange, f.Ref(), err)
+			}
+			ts.Columns, ts.schema = cols, f.def.Schema
+			ts.SortKey, ts.NoDictionary = slices.Clone(f.def.SortKey), slices.Clone(f.def.NoDictionary)
+		} else if ts.schema == nil {
+			return nil, fmt.Errorf("%w: cannot add %s: the manifest has no schema of table %q; add files that Store.Write returned", ErrInvalidChange, f.Ref(), f.Table)
+		}
+		files := partition(ts, f.Table, f.Partition)
+		if slices.ContainsFunc(files, func(g DataFile) bool { return g.Name == f.Name }) {
+			return nil, fmt.Errorf("%w: cannot add %s: it is live already", ErrInvalidChange, f.Ref())
+		}
+		f.def = nil
+		ts.Partitions[f.Partition] = append(files, f)
+	}
+	for name, ts := range n.Tables {
+		if touched[name] && len(ts.Partitions) == 0 {
+			// A table whose last file went keeps its definition, so
+			// readers still know its columns.
+			ts.Partitions = map[string][]DataFile{}
+		}
+	}
+	if len(ch.Checkpoints) > 0 {
+		n.Checkpoints = maps.Clone(m.Checkpoints)
+		if n.Checkpoints == nil {
+			n.Checkpoints = map[string]string{}
+		}
+		for k, v := range ch.Checkpoints {
+			if err := validateCheckpointName(k); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidChange, err)
+			}
+			if v == "" {
+				delete(n.Checkpoints, k)
+			} else {
+				n.Checkpoints[k] = v
+			}
+		}
+	}
+	return &n, nil
+}
+
+// liveFiles calls fn for every live file of m.
+func (m *Manifest) liveFiles(fn func(DataFile)) {
+	for _, ts := range m.Tables {
+		for _, files := range ts.Partitions {
+			for _, f := range files {
+				fn(f)
+			}
+		}
+	}
+}
+
+// sortedPartitions returns the partitions of ts in [from, to] (days,
+// inclusive, empty bounds open) or exactly those listed, ascending.
+func sortedPartitions(ts *TableState, from, to string, only []string) []string {
+	var out []string
+	if len(only) > 0 {
+		for _, p := range only {
+			if _, ok := ts.Partitions[p]; ok && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	for p := range ts.Partitions {
+		if from == "" && to == "" {
+			out = append(out, p)
+			continue
+		}
+		if !isDay(p) || (from != "" && p < from) || (to != "" && p > to) {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}

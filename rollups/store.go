@@ -1,0 +1,385 @@
+package rollups
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/mfhq/mf/storage"
+)
+
+// Target names a manifest: the live one of a project, or a staged
+// generation of it (StartGeneration).
+type Target struct {
+	Project string
+	// Staging is the id of a staged generation; empty for the live
+	// manifest.
+	Staging string
+}
+
+// Live names the live manifest of project.
+func Live(project string) Target { return Target{Project: project} }
+
+func (t Target) String() string {
+	if t.Staging == "" {
+		return "project " + t.Project
+	}
+	return "project " + t.Project + " staged generation " + t.Staging
+}
+
+func (t Target) validate() error {
+	if err := validateProject(t.Project); err != nil {
+		return err
+	}
+	if t.Staging != "" {
+		return validateGeneration(t.Staging)
+	}
+	return nil
+}
+
+// Store writes tables: data files, commits of manifests, compaction,
+// generations and collection of unreferenced files. It is safe for
+// concurrent use, and any number of Stores (in any number of processes)
+// may commit to the same project: conditional puts decide who wins.
+type Store struct {
+	bucket storage.Bucket
+	cfg    Config
+	logger *slog.Logger
+	layout layout
+	now    func() time.Time
+
+	mu sync.Mutex
+	// known caches the last manifest seen of each target with its ETag, so
+	// an uncontended commit is one conditional put.
+	known map[Target]knownManifest
+}
+
+type knownManifest struct {
+	m    *Manifest
+	etag string // "" for version 0 (no object)
+}
+
+// NewStore returns a Store writing to bucket. logger may be nil.
+func NewStore(bucket storage.Bucket, cfg Config, logger *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if bucket == nil {
+		return nil, errors.New("cannot create rollup store: no bucket")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{
+		bucket: bucket,
+		cfg:    cfg,
+		logger: logger,
+		layout: layout{prefix: cfg.Prefix},
+		now:    time.Now,
+		known:  map[Target]knownManifest{},
+	}, nil
+}
+
+// Write stores rows of table t for project as one new Parquet data file
+// in partition, and returns its description for a commit's Change.Add.
+// The rows are sorted by the table's sort key first (stably). Records must
+// have the table's schema. The file is not visible to readers until a
+// commit adds it; one that is never committed is collected as an orphan.
+func (s *Store) Write(ctx context.Context, project string, t *Table, partition string, recs ...arrow.Record) (DataFile, error) {
+	if err := validateProject(project); err != nil {
+		return DataFile{}, err
+	}
+	if err := t.Validate(); err != nil {
+		return DataFile{}, err
+	}
+	if err := validatePartition(partition); err != nil {
+		return DataFile{}, err
+	}
+	var rows int64
+	for i, r := range recs {
+		rows += r.NumRows()
+		if !r.Schema().Equal(t.Schema) {
+			return DataFile{}, fmt.Errorf("%w: record %d for table %q has schema %s, want %s", ErrSchemaMismatch, i, t.Name, r.Schema(), t.Schema)
+		}
+	}
+	if rows == 0 {
+		return DataFile{}, fmt.Errorf("%w: no rows to write to table %q", ErrInvalidChange, t.Name)
+	}
+	order, sorted, err := sortedOrder(t.Schema, t.SortKey, recs)
+	if err != nil {
+		return DataFile{}, fmt.Errorf("cannot sort rows of table %q: %w", t.Name, err)
+	}
+	var rec arrow.Record
+	if sorted && len(recs) == 1 {
+		rec = recs[0]
+		rec.Retain()
+	} else {
+		rec, err = takeRecord(memory.DefaultAllocator, t.Schema, recs, order)
+		if err != nil {
+			return DataFile{}, fmt.Errorf("cannot arrange rows of table %q: %w", t.Name, err)
+		}
+	}
+	defer rec.Release()
+	return s.writeRecord(ctx, project, t, partition, rec)
+}
+
+// writeRecord encodes rec (sorted) and stores it under a new name.
+func (s *Store) writeRecord(ctx context.Context, project string, t *Table, partition string, rec arrow.Record) (DataFile, error) {
+	data, groups, err := encodeParquet(t, rec, s.cfg.RowGroupRows)
+	if err != nil {
+		return DataFile{}, err
+	}
+	now := s.now()
+	f := DataFile{
+		Table:     t.Name,
+		Partition: partition,
+		Name:      newID(now) + parquetExt,
+		Rows:      rec.NumRows(),
+		Bytes:     int64(len(data)),
+		RowGroups: groups,
+		WrittenAt: now.UTC(),
+		def:       t,
+	}
+	if len(t.SortKey) > 0 && rec.NumRows() > 0 {
+		col := rec.Column(t.Schema.FieldIndices(t.SortKey[0])[0])
+		// Sorted with nulls first: the first non-null row is the least.
+		first := col.NullN()
+		if first < col.Len() {
+			f.Min = keyAt(col, first).json()
+			f.Max = keyAt(col, col.Len()-1).json()
+			if f.Min == nil || f.Max == nil {
+				f.Min, f.Max = nil, nil
+			}
+		}
+	}
+	key := s.layout.file(project, f.Ref())
+	if _, err := s.bucket.PutIf(ctx, key, bytes.NewReader(data), storage.IfAbsent()); err != nil {
+		return DataFile{}, fmt.Errorf("cannot store data file %q: %w", key, err)
+	}
+	return f, nil
+}
+
+// Load returns the current manifest of target, fetched from the store
+// (version 0 with no tables when the project has none yet).
+func (s *Store) Load(ctx context.Context, target Target) (*Manifest, error) {
+	k, err := s.fetch(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return k.m, nil
+}
+
+// fetch reads the manifest of target and remembers it.
+func (s *Store) fetch(ctx context.Context, target Target) (knownManifest, error) {
+	if err := target.validate(); err != nil {
+		return knownManifest{}, err
+	}
+	key := s.layout.target(target)
+	data, attrs, err := storage.ReadAll(ctx, s.bucket, key)
+	var k knownManifest
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if target.Staging != "" {
+			return knownManifest{}, fmt.Errorf("cannot load %s: %w", target, ErrGenerationGone)
+		}
+		k = knownManifest{m: emptyManifest(target)}
+	case err != nil:
+		return knownManifest{}, fmt.Errorf("cannot load manifest of %s: %w", target, err)
+	default:
+		m, err := decodeManifest(data, target)
+		if err != nil {
+			return knownManifest{}, fmt.Errorf("cannot load manifest %q: %w", key, err)
+		}
+		k = knownManifest{m: m, etag: attrs.ETag}
+	}
+	s.remember(target, k)
+	return k, nil
+}
+
+// remember keeps k as the latest known manifest of target, unless a
+// newer one is known already.
+func (s *Store) remember(target Target, k knownManifest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.known[target]; ok && old.m.Version > k.m.Version {
+		return
+	}
+	s.known[target] = k
+}
+
+func (s *Store) forget(target Target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, target)
+}
+
+// Commit applies ch to the manifest of target as version expect+1, if the
+// manifest is still at version expect (0: no manifest exists yet).
+// Otherwise it fails with ErrConflict and changes nothing: reload, decide
+// again, and retry (Update does this). Data and checkpoints of one commit
+// become visible together or not at all.
+//
+// A commit whose outcome is unknown (the store failed mid-request) is
+// looked up by its commit id before an error is returned, so a nil error
+// means committed and ErrConflict means not committed.
+func (s *Store) Commit(ctx context.Context, target Target, expect int64, ch Change) (*Manifest, error) {
+	return s.commit(ctx, target, expect, func(m *Manifest) (*Manifest, error) {
+		return applyChange(m, ch, s.now(), newID(s.now()))
+	})
+}
+
+// commit writes mutate(m) over version expect of target.
+func (s *Store) commit(ctx context.Context, target Target, expect int64, mutate func(*Manifest) (*Manifest, error)) (*Manifest, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	k, ok := s.known[target]
+	s.mu.Unlock()
+	if !ok || k.m.Version != expect {
+		var err error
+		if k, err = s.fetch(ctx, target); err != nil {
+			return nil, err
+		}
+	}
+	if k.m.Version != expect {
+		return nil, fmt.Errorf("cannot commit to %s over version %d: it is at version %d: %w", target, expect, k.m.Version, ErrConflict)
+	}
+	if target.Staging != "" && expect == 0 {
+		return nil, fmt.Errorf("cannot commit to %s: %w", target, ErrGenerationGone)
+	}
+	next, err := mutate(k.m)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkFresh(next, k.m); err != nil {
+		return nil, err
+	}
+	return s.put(ctx, target, k, next)
+}
+
+// checkFresh refuses to add files written so long ago that Collect may
+// have taken them for orphans.
+func (s *Store) checkFresh(next, prev *Manifest) error {
+	limit := s.now().Add(-s.cfg.OrphanGrace / 2)
+	var err error
+	next.liveFiles(func(f DataFile) {
+		if err != nil || !f.WrittenAt.Before(limit) {
+			return
+		}
+		if prev.Files(f.Table, f.Partition) != nil {
+			for _, g := range prev.Files(f.Table, f.Partition) {
+				if g.Name == f.Name {
+					return
+				}
+			}
+		}
+		err = fmt.Errorf("cannot commit %s written at %v: %w", f.Ref(), f.WrittenAt, ErrStaleFile)
+	})
+	return err
+}
+
+// put writes next over the version k of target.
+func (s *Store) put(ctx context.Context, target Target, k knownManifest, next *Manifest) (*Manifest, error) {
+	data, err := encodeManifest(next)
+	if err != nil {
+		return nil, err
+	}
+	cond := storage.IfAbsent()
+	if k.etag != "" {
+		cond = storage.IfMatch(k.etag)
+	}
+	key := s.layout.target(target)
+	etag, err := s.bucket.PutIf(ctx, key, bytes.NewReader(data), cond)
+	switch {
+	case err == nil:
+		s.remember(target, knownManifest{m: next, etag: etag})
+		return next, nil
+	case errors.Is(err, storage.ErrPreconditionFailed):
+		s.forget(target)
+		return nil, fmt.Errorf("cannot commit version %d of %s: %w", next.Version, target, ErrConflict)
+	}
+	// The outcome is unknown: the put may have happened. Look.
+	s.forget(target)
+	cur, ferr := s.fetch(context.WithoutCancel(ctx), target)
+	if ferr == nil && cur.m.CommitID == next.CommitID && cur.m.Version == next.Version {
+		return cur.m, nil
+	}
+	return nil, fmt.Errorf("cannot commit version %d of %s: %w", next.Version, target, err)
+}
+
+// Update runs a read-decide-commit transaction on target: it loads the
+// manifest, asks fn for the change to make to it, and commits that change
+// over exactly the version fn saw. When another committer wins the race,
+// it reloads and asks fn again (up to Config.CommitRetries times, with a
+// short random backoff). fn must decide from the manifest it is given: a
+// consumer checks there that its checkpoint is still the one it started
+// from, so that a commit never covers data twice. fn returning an error
+// ends Update with that error; returning an empty Change commits nothing
+// and returns the manifest fn saw.
+func (s *Store) Update(ctx context.Context, target Target, fn func(*Manifest) (Change, error)) (*Manifest, error) {
+	return s.update(ctx, target, func(m *Manifest) (*Manifest, error) {
+		ch, err := fn(m)
+		if err != nil {
+			return nil, err
+		}
+		if len(ch.Add) == 0 && len(ch.Remove) == 0 && len(ch.Checkpoints) == 0 {
+			return nil, nil
+		}
+		return applyChange(m, ch, s.now(), newID(s.now()))
+	})
+}
+
+// update is Update with a mutation of the whole manifest; mutate returning
+// nil, nil means nothing to commit.
+func (s *Store) update(ctx context.Context, target Target, mutate func(*Manifest) (*Manifest, error)) (*Manifest, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	k, ok := s.known[target]
+	s.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if !ok {
+			var err error
+			if k, err = s.fetch(ctx, target); err != nil {
+				return nil, err
+			}
+		}
+		var seen *Manifest
+		m, err := s.commit(ctx, target, k.m.Version, func(m *Manifest) (*Manifest, error) {
+			next, err := mutate(m)
+			if next == nil && err == nil {
+				seen = m
+				return nil, errNothing
+			}
+			return next, err
+		})
+		switch {
+		case seen != nil:
+			return seen, nil
+		case err == nil:
+			return m, nil
+		case !errors.Is(err, ErrConflict):
+			return nil, err
+		case attempt+1 >= s.cfg.CommitRetries:
+			return nil, fmt.Errorf("cannot commit to %s after %d attempts: %w: %w", target, attempt+1, ErrTooManyRetries, err)
+		}
+		ok = false
+		// Back off a little, randomly, so racing committers spread out.
+		d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cannot commit to %s: %w", target, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+}

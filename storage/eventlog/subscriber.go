@@ -1,0 +1,459 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SubscriberConfig configures a Subscriber.
+type SubscriberConfig struct {
+	// Consumer names the durable consumer group the subscriber joins and,
+	// when the group does not exist yet on a topic, the configuration it is
+	// created with. A group that exists is joined as it is (Open creates the
+	// groups of the stream table; a consumer is never deleted by mf).
+	//
+	// An empty Consumer.Group selects replay mode instead: every Subscribe
+	// call reads the topic from its first message, through a consumer of its
+	// own that the server forgets after a few minutes; nothing is
+	// acknowledged to the server. Every process that reads the catalog this
+	// way sees all of it.
+	Consumer Consumer
+
+	// NakDelay is how long after a Nack the message is delivered again.
+	// Default 100ms.
+	NakDelay time.Duration
+
+	// CloseGrace is how long Close (or the end of a Subscribe context) waits
+	// for the outcome of a message already handed to the handler before it
+	// gives the message back to the server and cancels its context.
+	// Default 5s.
+	CloseGrace time.Duration
+
+	// Prefetch is how many messages a Subscribe call asks the server for
+	// at a time (it asks for more when half are used up). A group's server
+	// never has more than MaxAckPending messages out, so with the default
+	// MaxAckPending 1 this buffers nothing. At least 4: with smaller
+	// requests the client library can miss re-requesting and stall until its
+	// heartbeat check (30s). Default 16.
+	Prefetch int
+}
+
+// DefaultSubscriberConfig returns the configuration of a subscriber in the
+// durable consumer group group, or in replay mode for group "".
+func DefaultSubscriberConfig(group string) SubscriberConfig {
+	c := DefaultConsumer(group)
+	return SubscriberConfig{Consumer: c, NakDelay: 100 * time.Millisecond, CloseGrace: 5 * time.Second, Prefetch: 16}
+}
+
+// Replay reports whether the configuration selects replay mode.
+func (c SubscriberConfig) Replay() bool { return c.Consumer.Group == "" }
+
+// Validate reports the first setting that cannot work.
+func (c SubscriberConfig) Validate() error {
+	if !c.Replay() {
+		if err := c.Consumer.validate(); err != nil {
+			return fmt.Errorf("subscriber config: %w", err)
+		}
+	}
+	if c.NakDelay < 0 {
+		return fmt.Errorf("subscriber config: NakDelay %s must not be negative", c.NakDelay)
+	}
+	if c.CloseGrace < 0 {
+		return fmt.Errorf("subscriber config: CloseGrace %s must not be negative", c.CloseGrace)
+	}
+	if c.Prefetch < 4 {
+		return fmt.Errorf("subscriber config: Prefetch %d must be at least 4 (default 16)", c.Prefetch)
+	}
+	return nil
+}
+
+// Subscriber reads topics of the log as Watermill messages, one message at a
+// time per Subscribe call: the next message is sent on the channel only
+// after the previous one was acked or nacked.
+//
+// In a consumer group, Ack acknowledges the message to the server (and waits
+// for the server to confirm), Nack has the server deliver it again after
+// NakDelay, and the group resumes after its last acknowledged message when a
+// process starts again. In replay mode, Nack delivers the same message again
+// after NakDelay, locally.
+//
+// Every delivered message carries the metadata keys MetaSeq, MetaSubject,
+// MetaTime, MetaDelivery and MetaPending.
+type Subscriber struct {
+	log    *Log
+	cfg    SubscriberConfig
+	logger *slog.Logger
+
+	mu      sync.Mutex // orders Subscribe's wg.Add before Close's wg.Wait
+	closing chan struct{}
+	wg      sync.WaitGroup
+}
+
+var (
+	_ message.Subscriber          = (*Subscriber)(nil)
+	_ message.SubscribeInitializer = (*Subscriber)(nil)
+)
+
+// Subscriber returns a Subscriber on the log's connection. Log.Close closes
+// it if it is still open.
+func (l *Log) Subscriber(cfg SubscriberConfig) (*Subscriber, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Subscriber{
+		log:     l,
+		cfg:     cfg,
+		logger:  l.logger.With("group", cfg.Consumer.Group),
+		closing: make(chan struct{}),
+	}
+	if err := l.addSubscriber(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SubscribeInitialize creates the subscriber's durable consumer on topic if
+// it does not exist yet, so that messages published from now on are kept
+// for the group even before it first subscribes. It does nothing in replay
+// mode.
+func (s *Subscriber) SubscribeInitialize(topic string) error {
+	r, err := s.log.route(topic)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Replay() {
+		return nil
+	}
+	_, err = s.bind(context.Background(), r)
+	return err
+}
+
+// Subscribe starts reading topic. The channel is closed when ctx ends or the
+// Subscriber is closed.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isClosing() || s.log.isClosed() {
+		return nil, ErrClosed
+	}
+	r, err := s.log.route(topic)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	sub := &subscription{s: s, r: r, ctx: sctx, cancel: cancel, out: make(chan *message.Message)}
+	if err := sub.open(); err != nil {
+		cancel()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go func() {
+		// Ends the subscription when the Subscriber closes.
+		defer s.wg.Done()
+		select {
+		case <-s.closing:
+			cancel()
+		case <-sctx.Done():
+		}
+		sub.drain()
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer close(sub.out)
+		defer cancel()
+		sub.run()
+	}()
+	return sub.out, nil
+}
+
+// Close ends every subscription: each gives the message its handler holds
+// back to the server unless the handler acks or nacks it within CloseGrace,
+// and gives back the messages it had fetched but not handed out. The
+// durable consumer stays on the server with the group's position. Calling
+// it again does nothing.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if !s.isClosing() {
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.log.removeSubscriber(s)
+	return nil
+}
+
+func (s *Subscriber) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// bind returns the group's durable consumer on a topic, creating it when it
+// does not exist. An existing consumer is used as it is.
+func (s *Subscriber) bind(ctx context.Context, r route) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.log.cfg.Timeout)
+	defer cancel()
+	want := consumerConfig(r, s.cfg.Consumer)
+	c, err := r.stream.handle.CreateConsumer(ctx, want)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		c, err = r.stream.handle.Consumer(ctx, want.Durable)
+		if err == nil {
+			got := c.CachedInfo().Config
+			s.logger.Debug("joined an existing consumer group with a configuration of its own", "consumer", want.Durable,
+				"ack_wait", got.AckWait, "max_ack_pending", got.MaxAckPending)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot create or join consumer %q on topic %q: %w", ErrUnavailable, want.Durable, r.topic, err)
+	}
+	return c, nil
+}
+
+// subscription is one Subscribe call: a server-side iterator and the loop
+// that hands its messages out one at a time.
+type subscription struct {
+	s      *Subscriber
+	r      route
+	ctx    context.Context // ends with the Subscribe context or Close
+	cancel context.CancelFunc
+	out    chan *message.Message
+
+	mu      sync.Mutex
+	iter    jetstream.MessagesContext
+	drained bool
+
+	ackWait time.Duration // the durable consumer's, for in-progress signals
+	lastSeq uint64        // replay: the last stream sequence handed out and done
+}
+
+// open starts a server-side iterator: on the group's durable consumer, or
+// on a new ordered consumer that starts after lastSeq.
+func (sub *subscription) open() error {
+	cfg := sub.s.cfg
+	var (
+		c    jetstream.Consumer
+		opts []jetstream.PullMessagesOpt
+		err  error
+	)
+	if cfg.Replay() {
+		occ := jetstream.OrderedConsumerConfig{FilterSubjects: sub.r.filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+		if sub.lastSeq > 0 {
+			occ.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+			occ.OptStartSeq = sub.lastSeq + 1
+		}
+		ctx, cancel := context.WithTimeout(sub.ctx, sub.s.log.cfg.Timeout)
+		c, err = sub.r.stream.handle.OrderedConsumer(ctx, occ)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: cannot create a replay consumer on topic %q: %w", ErrUnavailable, sub.r.topic, err)
+		}
+		opts = append(opts, jetstream.PullMaxMessages(cfg.Prefetch))
+	} else {
+		c, err = sub.s.bind(sub.ctx, sub.r)
+		if err != nil {
+			return err
+		}
+		info := c.CachedInfo().Config
+		sub.ackWait = info.AckWait
+		opts = append(opts, jetstream.PullMaxMessages(cfg.Prefetch),
+			jetstream.WithMessagesErrOnMissingHeartbeat(false))
+	}
+	it, err := c.Messages(opts...)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read topic %q: %w", ErrUnavailable, sub.r.topic, err)
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.drained {
+		it.Stop()
+		return ErrClosed
+	}
+	sub.iter = it
+	return nil
+}
+
+// drain stops fetching: the iterator hands out what it already holds, then
+// reports that it is closed.
+func (sub *subscription) drain() {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.drained = true
+	if sub.iter != nil {
+		sub.iter.Drain()
+	}
+}
+
+func (sub *subscription) current() jetstream.MessagesContext {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.iter
+}
+
+// run hands messages out until the subscription ends, reopening the
+// iterator when it ends on its own (the server went away, the consumer was
+// deleted).
+func (sub *subscription) run() {
+	logger := sub.s.logger.With("topic", sub.r.topic)
+	backoff := 100 * time.Millisecond
+	for {
+		dbgDone := make(chan struct{})
+		go func() {
+			select {
+			case <-dbgDone:
+			case <-time.After(5 * time.Second):
+				if sub.ctx.Err() == nil && !sub.s.cfg.Replay() {
+					c, _ := sub.r.stream.handle.Consumer(context.Background(), durableName(sub.s.cfg.Consumer.Group, sub.r))
+					if c != nil {
+						ci := c.CachedInfo()
+						logger.Warn("DBG stalled", "ackpending", ci.NumAckPending, "waiting", ci.NumWaiting, "pending", ci.NumPending, "redelivered", ci.NumRedelivered, "delivered", ci.Delivered.Stream, "ackfloor", ci.AckFloor.Stream)
+					}
+				}
+			}
+		}()
+		jm, err := sub.current().Next()
+		close(dbgDone)
+		if err != nil {
+			if sub.ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				logger.Warn("reading the log failed; going on", "err", err)
+				select {
+				case <-sub.ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			logger.Warn("log iterator ended; reopening it", "err", err, "retry_in", backoff)
+			select {
+			case <-sub.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			if err := sub.open(); err != nil && sub.ctx.Err() == nil {
+				logger.Warn("cannot reopen the log iterator", "err", err)
+			}
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if sub.ctx.Err() != nil {
+			// Fetched but never handed out: give it back.
+			sub.giveBack(jm)
+			continue
+		}
+		sub.deliver(jm, logger)
+	}
+}
+
+// deliver hands one message out and waits for its outcome.
+func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
+	md, err := jm.Metadata()
+	if err != nil {
+		logger.Error("message without JetStream metadata; skipping it", "subject", jm.Subject(), "err", err)
+		return
+	}
+	replay := sub.s.cfg.Replay()
+	delivery := md.NumDelivered
+	for {
+		wm := decode(jm.Headers(), jm.Data(), jm.Subject(), md.Sequence.Stream, md.Timestamp)
+		wm.Metadata.Set(MetaDelivery, strconv.FormatUint(delivery, 10))
+		wm.Metadata.Set(MetaPending, strconv.FormatUint(md.NumPending, 10))
+		mctx, mcancel := context.WithCancel(context.WithoutCancel(sub.ctx))
+		wm.SetContext(mctx)
+
+		select {
+		case sub.out <- wm:
+		case <-sub.ctx.Done():
+			mcancel()
+			sub.giveBack(jm)
+			return
+		}
+
+		acked, nacked := sub.await(wm, jm)
+		mcancel()
+		switch {
+		case acked:
+			sub.lastSeq = md.Sequence.Stream
+			if !replay {
+				ctx, cancel := context.WithTimeout(context.Background(), sub.s.log.cfg.Timeout)
+				if err := jm.DoubleAck(ctx); err != nil {
+					logger.Warn("ack not confirmed by the server; the message will be delivered again", "seq", md.Sequence.Stream, "err", err)
+				}
+				cancel()
+			}
+			return
+		case nacked && !replay:
+			if err := jm.NakWithDelay(sub.s.cfg.NakDelay); err != nil {
+				logger.Warn("nack not sent; the message will be delivered again after AckWait", "seq", md.Sequence.Stream, "err", err)
+			}
+			return
+		case nacked:
+			select {
+			case <-sub.ctx.Done():
+				return
+			case <-time.After(sub.s.cfg.NakDelay):
+			}
+			delivery++
+		default:
+			// No outcome within CloseGrace after the subscription ended.
+			sub.giveBack(jm)
+			return
+		}
+	}
+}
+
+// await waits for the handler to ack or nack wm. In a group it tells the
+// server every AckWait/2 that the message is still being worked on. After
+// the subscription ends it waits at most CloseGrace more.
+func (sub *subscription) await(wm *message.Message, jm jetstream.Msg) (acked, nacked bool) {
+	var progress <-chan time.Time
+	if !sub.s.cfg.Replay() && sub.ackWait > 0 {
+		t := time.NewTicker(sub.ackWait / 2)
+		defer t.Stop()
+		progress = t.C
+	}
+	ended := sub.ctx.Done()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-wm.Acked():
+			return true, false
+		case <-wm.Nacked():
+			return false, true
+		case <-progress:
+			if err := jm.InProgress(); err != nil {
+				sub.s.logger.Debug("in-progress signal not sent", "err", err)
+			}
+		case <-ended:
+			ended = nil
+			t := time.NewTimer(sub.s.cfg.CloseGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return false, false
+		}
+	}
+}
+
+// giveBack returns a message the subscription will not handle: in a group
+// the server delivers it again at once, to this or another process.
+func (sub *subscription) giveBack(jm jetstream.Msg) {
+	if sub.s.cfg.Replay() {
+		return
+	}
+	if err := jm.Nak(); err != nil {
+		sub.s.logger.Debug("giving a message back failed; the server delivers it again after AckWait", "err", err)
+	}
+}

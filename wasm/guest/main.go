@@ -1,0 +1,249 @@
+//go:build wasip1
+
+// Command guest is package evaluator built for GOOS=wasip1 as a WebAssembly
+// reactor: the runtime is started once by _initialize and the host then calls
+// the exported functions below, one call at a time. The guest only moves
+// bytes; package evaluator does all parsing and evaluation.
+//
+// Build (what `go generate ./wasm` runs, see ../internal/build):
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
+//	    -buildvcs=false -ldflags='-s -w' -o ../dist/evaluator.wasm .
+//
+// The ABI (exports, memory protocol, result encoding) is documented in
+// docs/wasm.md; the Go host is package wasm and the browser host
+// wasm/js/evaluator.mjs.
+package main
+
+import (
+	"unsafe"
+
+	"github.com/mfhq/mf/evaluator"
+)
+
+// maxInput bounds the input buffer. Hosts bound inputs more tightly; this
+// only keeps a confused host from asking for the whole address space.
+const maxInput = 1 << 28
+
+// Status bytes that open a binary result (mf_eval).
+const (
+	statusOK       = 0 // a result follows
+	statusNoHandle = 1 // the document handle is not loaded
+	statusNoFlag   = 2 // the document has no flag with that key
+	statusBadFacts = 3 // the facts could not be read
+)
+
+// The reactor's state. Exported functions are never called concurrently (an
+// instance serves one caller at a time), so plain variables suffice.
+var (
+	input  []byte                             // written by the host, see mf_input
+	output []byte                             // read by the host after each call
+	docs   = map[uint32]*evaluator.Document{} // loaded documents by handle
+	handle uint32                             // last handle given out
+
+	// The facts of the last mf_eval call, as sent and as parsed (nil when
+	// unreadable); see parseFacts.
+	lastFacts    []byte
+	lastParsed   *evaluator.Facts
+	lastFactsSet bool
+)
+
+func main() {}
+
+// mfInput makes the input buffer at least size bytes long and returns its
+// address; the host writes the call's input there. The address stays valid
+// until the next mf_input call with a larger size. It returns 0 when size is
+// over the guest's limit.
+//
+//go:wasmexport mf_input
+func mfInput(size uint32) uint32 {
+	if size > maxInput {
+		return 0
+	}
+	if cap(input) < int(size) || cap(input) == 0 {
+		input = make([]byte, max(size, 4096))
+	}
+	input = input[:cap(input)]
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
+}
+
+// mfEvalCase evaluates the case line in input[:n] ({"flag":…,"facts":…}) and
+// returns the result line (the mf eval output, without newline) as
+// address<<32 | length.
+//
+//go:wasmexport mf_eval_case
+func mfEvalCase(n uint32) uint64 {
+	output = appendCase(output[:0], inputBytes(n), false)
+	return pack(output)
+}
+
+// mfExplainCase is mfEvalCase with the explanation: the result line gets an
+// "explain" member (the mf eval --explain output).
+//
+//go:wasmexport mf_explain_case
+func mfExplainCase(n uint32) uint64 {
+	output = appendCase(output[:0], inputBytes(n), true)
+	return pack(output)
+}
+
+// appendCase appends the result line of a case line; with explain, the line
+// carries "explain": the evaluator's explanation, or for a line that is not
+// a case {"parseError": why}. cmd/mf/eval.go writes the same natively.
+func appendCase(dst, line []byte, explain bool) []byte {
+	flag, facts, err := evaluator.ParseCase(line)
+	if err != nil {
+		dst = evaluator.AppendResult(dst, evaluator.ParseErrorResult())
+		if !explain {
+			return dst
+		}
+		dst = append(dst[:len(dst)-1], `,"explain":{"parseError":`...)
+		dst = appendJSONString(dst, err.Error())
+		return append(dst, "}}"...)
+	}
+	if !explain {
+		return evaluator.AppendResult(dst, flag.Evaluate(facts))
+	}
+	r, x := flag.Explain(facts)
+	dst = evaluator.AppendResult(dst, r)
+	dst = append(dst[:len(dst)-1], `,"explain":`...)
+	dst = x.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+func inputBytes(n uint32) []byte {
+	if int(n) > len(input) {
+		return nil
+	}
+	return input[:n]
+}
+
+// mfLoad parses the flag document in input[:n] and keeps it in the instance.
+// It returns the document's handle, or 0 when the document is unreadable.
+//
+//go:wasmexport mf_load
+func mfLoad(n uint32) uint32 {
+	if int(n) > len(input) {
+		return 0
+	}
+	// ParseDocument keeps nothing of its input (it parses a copy), so the
+	// input buffer can be reused.
+	doc, err := evaluator.ParseDocument(input[:n])
+	if err != nil {
+		return 0
+	}
+	handle++
+	if handle == 0 {
+		handle++
+	}
+	docs[handle] = doc
+	return handle
+}
+
+// mfFree forgets a loaded document. Unknown handles are ignored.
+//
+//go:wasmexport mf_free
+func mfFree(h uint32) {
+	delete(docs, h)
+}
+
+// mfEval evaluates the flag named by input[:keyLen] of document h against the
+// facts in input[keyLen:keyLen+factsLen] and returns address<<32 | length
+// of the answer: a status byte, then when it is statusOK the result, as the
+// binary encoding (asJSON 0) or as the result line (asJSON 1).
+//
+//go:wasmexport mf_eval
+func mfEval(h, keyLen, factsLen, asJSON uint32) uint64 {
+	output = output[:0]
+	if uint64(keyLen)+uint64(factsLen) > uint64(len(input)) {
+		output = append(output, statusBadFacts)
+		return pack(output)
+	}
+	doc := docs[h]
+	if doc == nil {
+		output = append(output, statusNoHandle)
+		return pack(output)
+	}
+	// The key is only looked up, never kept: no copy.
+	flag, ok := doc.Flag(unsafe.String(unsafe.SliceData(input), keyLen))
+	if !ok {
+		output = append(output, statusNoFlag)
+		return pack(output)
+	}
+	facts, ok := parseFacts(input[keyLen : keyLen+factsLen])
+	if !ok {
+		output = append(output, statusBadFacts)
+		return pack(output)
+	}
+	r := flag.Evaluate(facts)
+	if asJSON != 0 {
+		output = evaluator.AppendResult(append(output, statusOK), r)
+	} else {
+		output = appendBinary(output, r)
+	}
+	return pack(output)
+}
+
+// parseFacts parses facts, or returns the facts of the previous call when
+// the bytes are the same: hosts evaluate several flags for one set of facts
+// in a row, and parsing (allocating) is most of the cost of a call. Facts
+// are immutable, so sharing them is safe.
+func parseFacts(b []byte) (*evaluator.Facts, bool) {
+	if lastFactsSet && string(b) == string(lastFacts) {
+		return lastParsed, lastParsed != nil
+	}
+	fa, err := evaluator.ParseFacts(b)
+	if err != nil {
+		fa = nil
+	}
+	lastFacts, lastParsed, lastFactsSet = append(lastFacts[:0], b...), fa, true
+	return fa, fa != nil
+}
+
+// appendBinary appends the binary result encoding of docs/wasm.md:
+//
+//	0      u8   status (statusOK)
+//	1      u8   reason
+//	2      u8   error code
+//	3      u8   0
+//	4:8    i32  rule (-1: absent)
+//	8:12   u32  variant length V
+//	12:16  u32  value length L (0: absent)
+//	16:    V bytes variant, then L bytes value
+//
+// Integers are little endian.
+func appendBinary(dst []byte, r evaluator.Result) []byte {
+	rule := uint32(int32(r.Rule))
+	v, l := len(r.Variant), len(r.Value)
+	dst = append(dst, statusOK, byte(r.Reason), byte(r.ErrorCode), 0,
+		byte(rule), byte(rule>>8), byte(rule>>16), byte(rule>>24),
+		byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
+		byte(l), byte(l>>8), byte(l>>16), byte(l>>24))
+	dst = append(dst, r.Variant...)
+	return append(dst, r.Value...)
+}
+
+func pack(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
+}
+
+// appendJSONString appends s as a JSON string. Error messages are ASCII
+// except for quoted input, so escaping quotes, backslashes and control
+// characters suffices.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
