@@ -200,3 +200,55 @@ func runMF(t testing.TB, stdin []byte, args ...string) (code int, stdout, stderr
 	}
 	return cmd.ProcessState.ExitCode(), o.String(), e.String()
 }
+
+// startMFAt starts mf on the given ingest, api and admin addresses (to
+// restart a killed process where its clients expect it).
+func startMFAt(t testing.TB, data string, addrs []string, command string, extra ...string) *mfProc {
+	t.Helper()
+	p := &mfProc{t: t, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	p.ingestAddr, p.apiAddr, p.admn = addrs[0], addrs[1], addrs[2]
+	p.ingest, p.api, p.admin = "http://"+p.ingestAddr, "http://"+p.apiAddr, "http://"+p.admn
+	args := append([]string{command, "--data", data,
+		"--ingest-addr", p.ingestAddr, "--api-addr", p.apiAddr, "--admin-addr", p.admn}, extra...)
+	p.cmd = exec.Command(mfBinary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("cannot start mf: %v", err)
+	}
+	go func() { p.exitErr = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	p.waitHealthy(60 * time.Second)
+	return p
+}
+
+// tryDo is do without failing the test on a transport error.
+func tryDo(method, url string, body []byte, header ...string) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b, err
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
