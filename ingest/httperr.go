@@ -11,6 +11,19 @@ import (
 // maxBatchBody is the batch body limit of the specification (413 above it).
 const maxBatchBody = 1 << 20
 
+// readBodyLimit is the largest body the web server reads before refusing.
+const readBodyLimit = 8 << 20
+
+// sendTooLarge answers a body over the batch limit: 413 with the
+// `{message}` body of answers from the web server (and the code
+// payload_too_large of the error table beside it).
+func sendTooLarge(c *fiber.Ctx) error {
+	return c.Status(fiber.StatusRequestEntityTooLarge).JSON(fiber.Map{
+		"message": "Payload too large: the body is over 1,048,576 bytes; split the batch",
+		"code":    CodePayloadTooLarge,
+	})
+}
+
 // Error codes of the /v1 service besides those of batch decoding.
 const (
 	CodeUnauthorized        = "unauthorized"

@@ -177,10 +177,15 @@ func (s *Server) Close() error {
 func (s *Server) newApp() *fiber.App {
 	app := fiber.New(fiber.Config{
 		DisableStartupMessage: true,
-		BodyLimit:             maxBatchBody,
-		ReadTimeout:           s.cfg.ReadTimeout,
-		IdleTimeout:           s.cfg.IdleTimeout,
-		ErrorHandler:          s.onError,
+		// Bodies up to readBodyLimit are read, so that a body just over the
+		// 1 MiB rule gets its 413 answer instead of a reset connection
+		// while the client is still writing; the handlers refuse what is
+		// over maxBatchBody. Larger bodies are refused by the web server
+		// before they are read.
+		BodyLimit:    readBodyLimit,
+		ReadTimeout:  s.cfg.ReadTimeout,
+		IdleTimeout:  s.cfg.IdleTimeout,
+		ErrorHandler: s.onError,
 		// The batch body is read as JSON whatever its content type, and
 		// never parsed by Fiber.
 	})
@@ -206,8 +211,7 @@ func (s *Server) onError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		if fe.Code == fiber.StatusRequestEntityTooLarge {
-			return c.Status(fe.Code).JSON(fiber.Map{"message": "Payload too large: the body is over 1,048,576 bytes; split the batch",
-				"code": CodePayloadTooLarge})
+			return sendTooLarge(c)
 		}
 		return sendMessage(c, fe.Code, fe.Message)
 	}
@@ -271,6 +275,9 @@ func (s *Server) markExposed(c *fiber.Ctx, st *catalog.State, src *catalog.Sourc
 
 // postBatchWebsite is POST /v1/batch/{websiteKey}.
 func (s *Server) postBatchWebsite(c *fiber.Ctx) error {
+	if len(c.Body()) > maxBatchBody {
+		return sendTooLarge(c)
+	}
 	now := s.deps.Clock()
 	facts := requestFacts(c)
 	net, _ := s.enr.NetKey(facts)
@@ -302,6 +309,9 @@ func (s *Server) postBatchWebsite(c *fiber.Ctx) error {
 
 // postBatchSecret is POST /v1/batch with a secret key as bearer.
 func (s *Server) postBatchSecret(c *fiber.Ctx) error {
+	if len(c.Body()) > maxBatchBody {
+		return sendTooLarge(c)
+	}
 	now := s.deps.Clock()
 	facts := requestFacts(c)
 	net, _ := s.enr.NetKey(facts)
@@ -357,6 +367,13 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 
 	downgrade := b.Mode() == records.ModeFull && PrivacySignal(c.Get("Sec-GPC"), c.Get("DNT"))
 	rec := Normalize(b, NormalizeOptions{Downgrade: downgrade})
+	sent := b.Len()
+	if o.org.Paused {
+		// Also the answer to a key check: the key works, the organization
+		// is paused.
+		nothingKept(rec, sent, ReceiptIngestionPaused)
+		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
+	}
 	if rec.Receipt.Reason == ReceiptInstallCheck {
 		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt) // never stored or billed
 	}
@@ -365,26 +382,20 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 	if website {
 		rec.SourceKind = records.SourceWebsite
 	}
-	sent := b.Len()
-	switch {
-	case o.org.Paused:
-		nothingKept(rec, sent, ReceiptIngestionPaused)
-	default:
-		edge, err := s.enr.Enrich(c.UserContext(), facts,
-			enrich.Source{ProjectID: o.proj.ID, Website: website, Consentless: rec.Mode == records.ModeConsentless}, now)
-		if err != nil {
-			s.logger.Error("ingest: enrichment failed", "source", o.src.ID, "err", err)
-			return sendSinkUnavailable(c)
-		}
-		if edge.Bot {
-			nothingKept(rec, sent, ReceiptBot)
-			break
-		}
-		rec.Edge = records.Edge{Country: edge.Country, Region: edge.Region, Device: edge.Device, Browser: edge.Browser, OS: edge.OS}
-		if edge.VisitorHash != "" {
-			if h, err := hex.DecodeString(edge.VisitorHash); err == nil {
-				rec.Edge.VisitorHash = h
-			}
+	edge, err := s.enr.Enrich(c.UserContext(), facts,
+		enrich.Source{ProjectID: o.proj.ID, Website: website, Consentless: rec.Mode == records.ModeConsentless}, now)
+	if err != nil {
+		s.logger.Error("ingest: enrichment failed", "source", o.src.ID, "err", err)
+		return sendSinkUnavailable(c)
+	}
+	if edge.Bot {
+		nothingKept(rec, sent, ReceiptBot)
+		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
+	}
+	rec.Edge = records.Edge{Country: edge.Country, Region: edge.Region, Device: edge.Device, Browser: edge.Browser, OS: edge.OS}
+	if edge.VisitorHash != "" {
+		if h, err := hex.DecodeString(edge.VisitorHash); err == nil {
+			rec.Edge.VisitorHash = h
 		}
 	}
 
@@ -405,6 +416,11 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 			rec.Receipt.Accepted = got
 			rec.Events = rec.Events[:got]
 		}
+	}
+	if len(rec.Events) == 0 {
+		// Nothing kept: nothing is stored or billed, and a resend gets the
+		// same receipt by the same rules.
+		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
 	}
 	receipt, err := s.store(c.UserContext(), rec)
 	if err != nil || receipt.duplicate {

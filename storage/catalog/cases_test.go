@@ -237,6 +237,9 @@ func TestInvalidFiles(t *testing.T) {
 			before := st.Version()
 			_, _, err := planLocal(st, c.build(t))
 			checkFaults(t, err, c)
+			if len(c.State) == 0 {
+				checkFaults(t, Validate(c.build(t), nil), c)
+			}
 			if st.Version() != before {
 				t.Errorf("state version moved from %d to %d", before, st.Version())
 			}

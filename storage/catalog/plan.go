@@ -51,6 +51,8 @@ type planner struct {
 	m       *model
 	fs      *faults
 	changes []change
+	// refs holds the segment refs in use, "project/ref".
+	refs map[string]bool
 }
 
 func (s *State) plan(f *File, check func(*State) error) (*Plan, error) {
@@ -187,16 +189,16 @@ func nilIfAbsent[T any](p *T) any {
 
 // newRef returns a segment ref not used in the project.
 func (pl *planner) newRef(project string) string {
+	if pl.refs == nil {
+		pl.refs = map[string]bool{}
+		for _, seg := range pl.m.segments {
+			pl.refs[seg.Project+"/"+seg.Ref] = true
+		}
+	}
 	for {
 		ref := randomToken(8)
-		used := false
-		for _, seg := range pl.m.segments {
-			if seg.Project == project && seg.Ref == ref {
-				used = true
-				break
-			}
-		}
-		if !used {
+		if !pl.refs[project+"/"+ref] {
+			pl.refs[project+"/"+ref] = true
 			return ref
 		}
 	}
@@ -525,4 +527,18 @@ func (pl *planner) checkSizes(next *State, dirty map[string]bool) {
 			pl.fs.add(path, "the server flag document (flags read by servers) would be %d bytes, over its cap of %d bytes", n, MaxServerDocument)
 		}
 	}
+}
+
+// Validate checks a provisioning file against every rule, merged into st
+// (nil for an empty catalog), without applying it: a dry run of Apply.
+func Validate(data []byte, st *State) error {
+	f, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		st = newState(newModel(), nil)
+	}
+	_, err = st.Plan(f)
+	return err
 }
