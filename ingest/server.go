@@ -64,6 +64,15 @@ func DefaultLimits() Limits {
 	}
 }
 
+// Scaled returns the budgets multiplied by f (load tests raise them).
+func (l Limits) Scaled(f float64) Limits {
+	for _, p := range []*limit{&l.BatchPerAddress, &l.WebsiteKeyEvents, &l.SecretKeyEvents, &l.FlagsPerAddress,
+		&l.FlagsGetWebsite, &l.FlagsPostWebsite, &l.FlagsGetServer, &l.SegmentUnitsPerKey} {
+		p.Amount *= f
+	}
+	return l
+}
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Limits: DefaultLimits(), PublishTimeout: 10 * time.Second,

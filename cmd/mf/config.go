@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -39,17 +40,19 @@ type config struct {
 	Fsync          string // --fsync, MF_FSYNC: "always" makes a 202 survive power loss
 	LogLevel       string // --log-level, MF_LOG_LEVEL
 	LogFormat      string // --log-format, MF_LOG_FORMAT: "text" or "json"
+	RateLimitScale string // --rate-limit-scale, MF_RATE_LIMIT_SCALE: multiplies every /v1 rate budget (load tests)
 }
 
 func defaultConfig() config {
 	return config{
-		Data:       "./mf-data",
-		IngestAddr: "127.0.0.1:8080",
-		APIAddr:    "127.0.0.1:8081",
-		AdminAddr:  "127.0.0.1:8082",
-		Fsync:      "interval",
-		LogLevel:   "info",
-		LogFormat:  "text",
+		Data:           "./mf-data",
+		IngestAddr:     "127.0.0.1:8080",
+		APIAddr:        "127.0.0.1:8081",
+		AdminAddr:      "127.0.0.1:8082",
+		Fsync:          "interval",
+		LogLevel:       "info",
+		LogFormat:      "text",
+		RateLimitScale: "1",
 	}
 }
 
@@ -74,6 +77,7 @@ func (c *config) specs() []flagSpec {
 		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss)`, &c.Fsync},
 		{"log-level", "MF_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel},
 		{"log-format", "MF_LOG_FORMAT", "text or json", &c.LogFormat},
+		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale},
 	}
 }
 
@@ -120,6 +124,9 @@ func (c config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if f, err := strconv.ParseFloat(c.RateLimitScale, 64); err != nil || f <= 0 {
+		errs = append(errs, fmt.Errorf("--rate-limit-scale %q: want a positive number", c.RateLimitScale))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))

@@ -192,6 +192,8 @@ func (s *service) open(ctx context.Context) error {
 		tp, _ := s.cfg.trustedProxies()
 		icfg.TrustedProxies = tp
 		icfg.GeoIP = s.cfg.GeoIP
+		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
+		icfg.Limits = icfg.Limits.Scaled(scale)
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load}, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the ingest service: %w", err)
