@@ -1,6 +1,21 @@
 #!/usr/bin/env bash
-# Checks (and where it can, installs) the non-Go tools the tests use.
+# Makes sure the non-Go tools the tests use are here: Node.js 20+ and
+# Chromium (from Debian's packages, installed when running as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v node >/dev/null || { echo "tools: node (20+) is needed: apt-get install nodejs"; exit 1; }
-command -v chromium >/dev/null || { echo "tools: chromium is needed for the browser tests: apt-get install chromium"; exit 1; }
+need_apt=()
+command -v node >/dev/null || need_apt+=(nodejs npm)
+command -v chromium >/dev/null || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "tools: installing ${need_apt[*]} from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "tools: the tests need ${need_apt[*]}: apt-get install ${need_apt[*]}" >&2
+    exit 1
+  fi
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$major" -ge 20 ] || { echo "tools: Node.js 20 or newer is needed, found $(node --version)" >&2; exit 1; }

@@ -19,6 +19,7 @@ import (
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
+	"github.com/mfhq/mf/wasm"
 )
 
 // Config configures the /v1 service. Start from DefaultConfig.
@@ -36,6 +37,9 @@ type Config struct {
 	// ReadTimeout and IdleTimeout bound client connections. Defaults 30s
 	// and 120s.
 	ReadTimeout, IdleTimeout time.Duration
+	// Flags configures the flag endpoints (segment freshness, membership
+	// timeout); zero fields take DefaultFlagConfig's values.
+	Flags FlagConfig
 }
 
 // Limits are the rate-limit budgets (see the specification's Limits).
@@ -117,6 +121,13 @@ type Deps struct {
 	Ready func() bool
 	// Clock is the time source; nil means time.Now.
 	Clock func() time.Time
+	// Flags are the compiled flag documents, shared with the catalog's
+	// CheckDocuments hook; the server makes them follow Catalog. Build one
+	// per process with NewFlagDocuments and close it after the server.
+	Flags *FlagDocuments
+	// Membership answers segment lookups; nil answers every ref
+	// unavailable (NoMembership) until the processor provides one.
+	Membership MembershipSource
 }
 
 // Server is the /v1 service.
@@ -209,6 +220,8 @@ func (s *Server) newApp() *fiber.App {
 	app.Options("/v1", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
 	app.Post("/v1/batch", s.postBatchSecret)
 	app.Post("/v1/batch/:key", s.postBatchWebsite)
+	moduleRoutes(app, wasm.Module())
+	s.registerFlagRoutes(app)
 	app.Use(func(c *fiber.Ctx) error { return sendMessage(c, fiber.StatusNotFound, "Not found") })
 	return app
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
+	"github.com/mfhq/mf/wasm"
 )
 
 // The handler tests run the real service on the real embedded log, the
@@ -539,5 +540,31 @@ func TestSecretKeyExposure(t *testing.T) {
 	st, _, _ = env.send(t, "POST", "/v1/batch/mf_srvfull1_k", body, map[string]string{"Origin": "https://shop.example"})
 	if st != 403 || !env.cat.State().SecretKeyExposed("00000000-0000-4000-8000-000000000102") {
 		t.Fatalf("secret key in a browser path: %d, exposed=%v", st, env.cat.State().SecretKeyExposed("00000000-0000-4000-8000-000000000102"))
+	}
+}
+
+// TestEvaluatorModuleServed: the browser module is served at a versioned
+// URL, compressed as the client accepts, cached immutably.
+func TestEvaluatorModuleServed(t *testing.T) {
+	env := newTestEnv(t, unlimited())
+	st, hdr, _ := env.send(t, "GET", "/v1/evaluator/latest.wasm", nil, nil)
+	loc := hdr.Get("Location")
+	if st != 302 || !strings.HasPrefix(loc, "/v1/evaluator/") || !strings.HasSuffix(loc, ".wasm") {
+		t.Fatalf("latest: %d %q", st, loc)
+	}
+	mod := wasm.Module()
+	for _, tc := range []struct{ accept, enc string }{{"br, gzip", "br"}, {"gzip", "gzip"}, {"", ""}} {
+		st, hdr, body := env.send(t, "GET", loc, nil, map[string]string{"Accept-Encoding": tc.accept})
+		if st != 200 || hdr.Get("Content-Type") != "application/wasm" || hdr.Get("Content-Encoding") != tc.enc ||
+			!strings.Contains(hdr.Get("Cache-Control"), "immutable") || hdr.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("Accept-Encoding %q: %d %v", tc.accept, st, hdr)
+		}
+		want := map[string][]byte{"br": mod.Brotli, "gzip": mod.Gzip, "": mod.Raw}[tc.enc]
+		if !bytes.Equal(body, want) {
+			t.Fatalf("Accept-Encoding %q: body of %d bytes is not the module's %d", tc.accept, len(body), len(want))
+		}
+	}
+	if st, _, _ := env.send(t, "GET", "/v1/evaluator/0000.wasm", nil, nil); st != 404 {
+		t.Fatalf("unknown version: %d", st)
 	}
 }
