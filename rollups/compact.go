@@ -243,11 +243,10 @@ func (s *Store) readFile(ctx context.Context, project string, f DataFile, schema
 	for i := range rgs {
 		rgs[i] = i
 	}
-	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
+	arrs, err := readColumns(ctx, fr, rgs, cols)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
 	}
-	defer tbl.Release()
 	out := make([]arrow.Array, schema.NumFields())
 	defer releaseAll(out)
 	j := 0
@@ -256,22 +255,8 @@ func (s *Store) readFile(ctx context.Context, project string, f DataFile, schema
 			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fld.Type, int(rows))
 			continue
 		}
-		chunks := tbl.Column(j).Data().Chunks()
+		out[i] = arrs[j]
 		j++
-		if len(chunks) == 1 {
-			chunks[0].Retain()
-			out[i] = chunks[0]
-			continue
-		}
-		a, err := array.Concatenate(chunks, memory.DefaultAllocator)
-		if err != nil {
-			if len(chunks) == 0 {
-				a = array.MakeArrayOfNull(memory.DefaultAllocator, fld.Type, 0)
-			} else {
-				return nil, fmt.Errorf("cannot read column %q of %q: %w", fld.Name, key, err)
-			}
-		}
-		out[i] = a
 	}
 	if int64(out[0].Len()) != rows {
 		return nil, errors.New("row count of " + key + " differs from its footer")

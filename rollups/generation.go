@@ -52,7 +52,9 @@ func (s *Store) StartGeneration(ctx context.Context, project string, opts Genera
 					kept.Partitions[part] = slices.Clone(files)
 				}
 			}
-			m.Tables[name] = kept
+			if len(kept.Partitions) > 0 {
+				m.Tables[name] = kept
+			}
 		}
 	}
 	next, err := applyChange(m, Change{Checkpoints: opts.Checkpoints}, now, newID(now))

@@ -25,7 +25,7 @@ const (
 
 var (
 	projectRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-	labelRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	labelRE      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 	fileIDRE     = regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{20}$`)
 	generationRE = fileIDRE
 )
@@ -35,12 +35,14 @@ type layout struct {
 	prefix string // no trailing '/'
 }
 
-func (l layout) project(p string) string         { return l.prefix + "/" + p + "/" }
-func (l layout) manifest(p string) string        { return l.project(p) + manifestObject }
-func (l layout) stagingPrefix(p string) string   { return l.project(p) + stagingDir + "/" }
-func (l layout) staging(p, id string) string     { return l.stagingPrefix(p) + id + manifestExt }
-func (l layout) dataPrefix(p string) string      { return l.project(p) + dataDir + "/" }
-func (l layout) file(p string, f FileRef) string { return l.dataPrefix(p) + f.Table + "/" + f.Partition + "/" + f.Name }
+func (l layout) project(p string) string       { return l.prefix + "/" + p + "/" }
+func (l layout) manifest(p string) string      { return l.project(p) + manifestObject }
+func (l layout) stagingPrefix(p string) string { return l.project(p) + stagingDir + "/" }
+func (l layout) staging(p, id string) string   { return l.stagingPrefix(p) + id + manifestExt }
+func (l layout) dataPrefix(p string) string    { return l.project(p) + dataDir + "/" }
+func (l layout) file(p string, f FileRef) string {
+	return l.dataPrefix(p) + f.Table + "/" + f.Partition + "/" + f.Name
+}
 
 // target returns the key of the manifest a target names.
 func (l layout) target(t Target) string {
@@ -74,8 +76,7 @@ func validateProject(p string) error {
 }
 
 // validatePartition checks a partition: a day YYYY-MM-DD, or a label of
-// 1 to 64 lower-case letters, digits, '-' and '_' that is not shaped like
-// a day.
+// 1 to 64 lower-case letters, digits, '-' and '_' starting with a letter.
 func validatePartition(s string) error {
 	if isDay(s) {
 		return nil
@@ -84,7 +85,7 @@ func validatePartition(s string) error {
 		return fmt.Errorf("%w: partition %q is not a valid day YYYY-MM-DD", ErrInvalidName, s)
 	}
 	if !labelRE.MatchString(s) {
-		return fmt.Errorf("%w: partition %q must be a day YYYY-MM-DD or 1 to 64 lower-case letters, digits, '-' or '_'", ErrInvalidName, s)
+		return fmt.Errorf("%w: partition %q must be a day YYYY-MM-DD or a label of 1 to 64 lower-case letters, digits, '-' or '_' starting with a letter", ErrInvalidName, s)
 	}
 	return nil
 }

@@ -61,11 +61,43 @@ type TableState struct {
 	SortKey      []string `json:"sortKey,omitempty"`
 	NoDictionary []string `json:"noDictionary,omitempty"`
 	// Columns describe the latest schema: name, type and nullability.
-	Columns []column `json:"columns"`
+	Columns []Column `json:"columns"`
 	// Partitions holds the live files of each partition, oldest first.
 	Partitions map[string][]DataFile `json:"partitions"`
 
 	schema *arrow.Schema
+	// enc holds the JSON encoding of partitions' file lists, so that a
+	// commit re-encodes only the partitions it changed. Set when the state
+	// is built (decoded or changed) and never modified after: states are
+	// shared between manifests and goroutines.
+	enc map[string][]byte
+}
+
+// tableStateJSON is the encoding of TableState.
+type tableStateJSON struct {
+	SortKey      []string                   `json:"sortKey,omitempty"`
+	NoDictionary []string                   `json:"noDictionary,omitempty"`
+	Columns      []Column                   `json:"columns"`
+	Partitions   map[string]json.RawMessage `json:"partitions,omitempty"`
+}
+
+// UnmarshalJSON decodes the state, keeping each partition's encoding.
+func (t *TableState) UnmarshalJSON(data []byte) error {
+	var in tableStateJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*t = TableState{SortKey: in.SortKey, NoDictionary: in.NoDictionary, Columns: in.Columns,
+		Partitions: make(map[string][]DataFile, len(in.Partitions)), enc: make(map[string][]byte, len(in.Partitions))}
+	for p, raw := range in.Partitions {
+		var files []DataFile
+		if err := json.Unmarshal(raw, &files); err != nil {
+			return fmt.Errorf("partition %q: %w", p, err)
+		}
+		t.Partitions[p] = files
+		t.enc[p] = raw
+	}
+	return nil
 }
 
 // FileRef names a data file of a project.
@@ -115,6 +147,15 @@ type RetiredFile struct {
 	At time.Time `json:"at"`
 }
 
+// encoded returns the kept encoding of a partition.
+func (t *TableState) encoded(p string) ([]byte, bool) {
+	if t == nil {
+		return nil, false
+	}
+	e, ok := t.enc[p]
+	return e, ok
+}
+
 // Checkpoint returns the checkpoint stored under name, or "" when none.
 func (m *Manifest) Checkpoint(name string) string { return m.Checkpoints[name] }
 
@@ -153,16 +194,69 @@ func emptyManifest(t Target) *Manifest {
 	return m
 }
 
-// encodeManifest writes m as indented JSON (map keys sorted, so the
-// encoding is deterministic).
+// manifestHead is the encoding of a Manifest without its tables.
+type manifestHead struct {
+	Format      string            `json:"format"`
+	Project     string            `json:"project"`
+	Generation  int64             `json:"generation"`
+	Version     int64             `json:"version"`
+	Staging     string            `json:"staging,omitempty"`
+	CommittedAt time.Time         `json:"committedAt"`
+	CommitID    string            `json:"commitId"`
+	Checkpoints map[string]string `json:"checkpoints,omitempty"`
+	Retired     []RetiredFile     `json:"retired,omitempty"`
+}
+
+// encodeManifest writes m as compact JSON on one line: fields in a fixed
+// order, tables, partitions and checkpoints sorted by name (the encoding
+// is deterministic). Partitions are spliced in from their kept
+// encodings, so a commit costs little more than the bytes written.
 func encodeManifest(m *Manifest) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(m); err != nil {
+	head, err := json.Marshal(manifestHead{
+		Format: m.Format, Project: m.Project, Generation: m.Generation, Version: m.Version, Staging: m.Staging,
+		CommittedAt: m.CommittedAt, CommitID: m.CommitID, Checkpoints: m.Checkpoints, Retired: m.Retired,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("cannot encode manifest of project %q: %w", m.Project, err)
 	}
+	var buf bytes.Buffer
+	buf.Grow(len(head) + 256*len(m.Tables))
+	buf.Write(head[:len(head)-1])
+	buf.WriteString(`,"tables":{`)
+	for i, name := range slices.Sorted(maps.Keys(m.Tables)) {
+		ts := m.Tables[name]
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		th, err := json.Marshal(tableStateJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Columns: ts.Columns})
+		if err != nil {
+			return nil, fmt.Errorf("cannot encode table %q of project %q: %w", name, m.Project, err)
+		}
+		k, _ := json.Marshal(name)
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(th[:len(th)-1])
+		buf.WriteString(`,"partitions":{`)
+		for j, p := range slices.Sorted(maps.Keys(ts.Partitions)) {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			k, _ := json.Marshal(p)
+			buf.Write(k)
+			buf.WriteByte(':')
+			if e, ok := ts.enc[p]; ok {
+				buf.Write(e)
+				continue
+			}
+			e, err := json.Marshal(ts.Partitions[p])
+			if err != nil {
+				return nil, fmt.Errorf("cannot encode table %q of project %q: %w", name, m.Project, err)
+			}
+			buf.Write(e)
+		}
+		buf.WriteString("}}")
+	}
+	buf.WriteString("}}\n")
 	return buf.Bytes(), nil
 }
 
@@ -243,6 +337,7 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 			*c = *ts
 			c.Partitions = maps.Clone(ts.Partitions)
 		}
+		c.enc = nil // rebuilt below
 		n.Tables[name] = c
 		return c
 	}
@@ -302,11 +397,20 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 		f.def = nil
 		ts.Partitions[f.Partition] = append(files, f)
 	}
-	for name, ts := range n.Tables {
-		if touched[name] && len(ts.Partitions) == 0 {
-			// A table whose last file went keeps its definition, so
-			// readers still know its columns.
-			ts.Partitions = map[string][]DataFile{}
+	for name := range touched {
+		ts := n.Tables[name]
+		old := m.Tables[name]
+		ts.enc = make(map[string][]byte, len(ts.Partitions))
+		for p, files := range ts.Partitions {
+			if e, ok := old.encoded(p); ok && !clonedPart[name+"/"+p] {
+				ts.enc[p] = e
+				continue
+			}
+			e, err := json.Marshal(files)
+			if err != nil {
+				return nil, fmt.Errorf("cannot encode partition %q of table %q: %w", p, name, err)
+			}
+			ts.enc[p] = e
 		}
 	}
 	if len(ch.Checkpoints) > 0 {

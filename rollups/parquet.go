@@ -168,32 +168,44 @@ func (s *parquetSource) arrowReader() (*pqarrow.FileReader, error) {
 	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 }
 
-// readColumns reads the columns cols (indices into the file's schema) of
-// row group rg, one array each (the caller releases them).
-func readColumns(ctx context.Context, fr *pqarrow.FileReader, rg int, cols []int) ([]arrow.Array, error) {
-	tbl, err := fr.ReadRowGroups(ctx, cols, []int{rg})
-	if err != nil {
+// readColumns reads the columns cols (indices into the file's schema,
+// which is flat) of the row groups rgs, one array each (the caller
+// releases them). Columns are read one by one, without the library's
+// goroutine fan-out, whose error and cancellation paths dereference
+// missing results (parquet-go 17).
+func readColumns(ctx context.Context, fr *pqarrow.FileReader, rgs []int, cols []int) ([]arrow.Array, error) {
+	out := make([]arrow.Array, 0, len(cols))
+	fail := func(err error) ([]arrow.Array, error) {
+		releaseAll(out)
 		return nil, err
 	}
-	defer tbl.Release()
-	out := make([]arrow.Array, 0, len(cols))
-	for i := range cols {
-		chunks := tbl.Column(i).Data().Chunks()
+	for _, c := range cols {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		rdr, err := fr.GetFieldReader(ctx, c, map[int]bool{c: true}, rgs)
+		if err != nil {
+			return fail(err)
+		}
+		chunked, err := fr.ReadColumn(rgs, rdr)
+		rdr.Release()
+		if err != nil {
+			return fail(err)
+		}
+		chunks := chunked.Chunks()
 		var a arrow.Array
 		switch len(chunks) {
 		case 0:
-			a = array.MakeArrayOfNull(memory.DefaultAllocator, tbl.Column(i).DataType(), 0)
+			a = array.MakeArrayOfNull(memory.DefaultAllocator, chunked.DataType(), 0)
 		case 1:
 			a = chunks[0]
 			a.Retain()
 		default:
 			a, err = array.Concatenate(chunks, memory.DefaultAllocator)
-			if err != nil {
-				for _, o := range out {
-					o.Release()
-				}
-				return nil, err
-			}
+		}
+		chunked.Release()
+		if err != nil {
+			return fail(err)
 		}
 		out = append(out, a)
 	}

@@ -337,6 +337,65 @@ func (p *scanPlan) overlaps(f DataFile) bool {
 	return true
 }
 
+// rowGroupMisses reports whether the Parquet statistics of row group rg
+// prove that no value of the first sort-key column lies in the plan's
+// range. Without usable statistics it reports false (read and slice).
+func (p *scanPlan) rowGroupMisses(info *fileInfo, rg int) bool {
+	idx := info.schema.FieldIndices(p.keyCol)
+	if len(idx) != 1 || rg >= len(info.meta.RowGroups) || !arrow.TypeEqual(info.schema.Field(idx[0]).Type, p.keyType) {
+		return false
+	}
+	cc, err := info.meta.RowGroup(rg).ColumnChunk(idx[0])
+	if err != nil {
+		return false
+	}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return false
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() {
+		return false
+	}
+	var lo, hi key
+	switch s := st.(type) {
+	case *metadata.Int32Statistics:
+		// Parquet INT32 holds int8, int16, int32 and date32 as they are.
+		switch p.keyType.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.DATE32:
+			lo, hi = key{kind: keyInt, i: int64(s.Min())}, key{kind: keyInt, i: int64(s.Max())}
+		default:
+			return false
+		}
+	case *metadata.Int64Statistics:
+		// int64, and timestamps in their own unit (seconds are stored as
+		// milliseconds, so they are left out).
+		switch t := p.keyType.(type) {
+		case *arrow.Int64Type:
+		case *arrow.TimestampType:
+			if t.Unit == arrow.Second {
+				return false
+			}
+		default:
+			return false
+		}
+		lo, hi = key{kind: keyInt, i: s.Min()}, key{kind: keyInt, i: s.Max()}
+	case *metadata.ByteArrayStatistics:
+		k := keyKindOf(p.keyType)
+		if k != keyString && k != keyBytes {
+			return false
+		}
+		lo, hi = key{kind: k, s: string(s.Min())}, key{kind: k, s: string(s.Max())}
+	case *metadata.FixedLenByteArrayStatistics:
+		if p.keyType.ID() != arrow.FIXED_SIZE_BINARY {
+			return false
+		}
+		lo, hi = key{kind: keyBytes, s: string(s.Min())}, key{kind: keyBytes, s: string(s.Max())}
+	default:
+		return false
+	}
+	return (p.min != nil && cmpKeys(hi, *p.min) < 0) || (p.max != nil && cmpKeys(lo, *p.max) > 0)
+}
+
 func columnNames(s *arrow.Schema) string {
 	names := make([]string, 0, s.NumFields())
 	for _, f := range s.Fields() {
@@ -457,6 +516,17 @@ func (r *Reader) loadUnit(ctx context.Context, p *scanPlan, u unit) (arrow.Recor
 	if p.keyCol != "" && !slices.Contains(names, p.keyCol) {
 		names = append(names, p.keyCol)
 		types = append(types, p.keyType)
+	}
+	if p.keyCol != "" {
+		// Skip the row group by its footer statistics when they show no
+		// key in range (the footer is usually cached already).
+		info, _, err := r.fileInfo(ctx, r.layout.file(p.project, u.file.Ref()), u.file.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		if p.rowGroupMisses(info, u.rg) {
+			return nil, nil
+		}
 	}
 	cols, err := r.columns(ctx, p.project, u, names, types)
 	if err != nil {
@@ -632,7 +702,7 @@ func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names 
 	if err != nil {
 		return fmt.Errorf("cannot read data file %q: %w", fileKey, err)
 	}
-	arrs, err := readColumns(ctx, fr, u.rg, cols)
+	arrs, err := readColumns(ctx, fr, []int{u.rg}, cols)
 	if rs, ok := src.src.(*objectReaderAt); ok {
 		r.stats.bytesFetched.Add(rs.fetched)
 		rs.fetched = 0

@@ -16,6 +16,10 @@ import (
 	"github.com/mfhq/mf/storage"
 )
 
+// ambiguousLookup bounds the read-back after a put whose outcome is
+// unknown.
+const ambiguousLookup = 30 * time.Second
+
 // Target names a manifest: the live one of a project, or a staged
 // generation of it (StartGeneration).
 type Target struct {
@@ -307,9 +311,12 @@ func (s *Store) put(ctx context.Context, target Target, k knownManifest, next *M
 		s.forget(target)
 		return nil, fmt.Errorf("cannot commit version %d of %s: %w", next.Version, target, ErrConflict)
 	}
-	// The outcome is unknown: the put may have happened. Look.
+	// The outcome is unknown: the put may have happened. Look (even when
+	// ctx ended: the caller must learn whether it committed).
 	s.forget(target)
-	cur, ferr := s.fetch(context.WithoutCancel(ctx), target)
+	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ambiguousLookup)
+	defer cancel()
+	cur, ferr := s.fetch(lookCtx, target)
 	if ferr == nil && cur.m.CommitID == next.CommitID && cur.m.Version == next.Version {
 		return cur.m, nil
 	}

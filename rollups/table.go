@@ -189,28 +189,31 @@ func parseType(s string) (arrow.DataType, error) {
 	return nil, fmt.Errorf("unknown column type %q", s)
 }
 
-// column is a column of a table as the manifest records it.
-type column struct {
+// Column is a column of a table as the manifest records it: its name, its
+// type (the names SupportedType accepts, e.g. "int64", "string",
+// "fixed_size_binary[16]", "timestamp[ms, tz=UTC]") and whether it may hold
+// nulls.
+type Column struct {
 	Name     string `json:"name"`
 	Type     string `json:"type"`
 	Nullable bool   `json:"nullable,omitempty"`
 }
 
 // schemaColumns describes a schema of supported types for the manifest.
-func schemaColumns(s *arrow.Schema) ([]column, error) {
-	cols := make([]column, 0, s.NumFields())
+func schemaColumns(s *arrow.Schema) ([]Column, error) {
+	cols := make([]Column, 0, s.NumFields())
 	for _, f := range s.Fields() {
 		ts, err := typeString(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", f.Name, err)
 		}
-		cols = append(cols, column{Name: f.Name, Type: ts, Nullable: f.Nullable})
+		cols = append(cols, Column{Name: f.Name, Type: ts, Nullable: f.Nullable})
 	}
 	return cols, nil
 }
 
 // columnsSchema rebuilds an Arrow schema from its manifest description.
-func columnsSchema(cols []column) (*arrow.Schema, error) {
+func columnsSchema(cols []Column) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(cols))
 	for _, c := range cols {
 		dt, err := parseType(c.Type)
