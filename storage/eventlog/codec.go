@@ -92,16 +92,18 @@ func checkMetadata(k, v string) error {
 }
 
 // checkHeaderValue reports why v would not read back unchanged from a NATS
-// header: line breaks end the header, and leading blanks are trimmed.
+// header: the client replaces line breaks and trims blanks at both ends.
 func checkHeaderValue(v string) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return fmt.Errorf("value contains a line break")
 	}
-	if v != "" && (v[0] == ' ' || v[0] == '\t') {
-		return fmt.Errorf("value starts with a blank")
+	if v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+		return fmt.Errorf("value starts or ends with a blank")
 	}
 	return nil
 }
+
+func isBlank(b byte) bool { return b == ' ' || b == '\t' }
 
 // decode turns a stored message back into a Watermill message: the UUID and
 // the metadata from the headers (Nats-* headers are JetStream's, not

@@ -276,6 +276,9 @@ func (c Consumer) validate() error {
 func validateURL(raw string) error {
 	for part := range strings.SplitSeq(raw, ",") {
 		part = strings.TrimSpace(part)
+		if !strings.Contains(part, "://") {
+			return fmt.Errorf("log config: URL element %q must start with nats:// (or tls://), as in nats://host:4222", redactURL(part))
+		}
 		u, err := url.Parse(part)
 		if err != nil {
 			return fmt.Errorf("log config: URL element %q cannot be parsed: %w", redactURL(part), err)
@@ -290,12 +293,17 @@ func validateURL(raw string) error {
 	return nil
 }
 
-// redactURL hides a password in a URL before it is logged or shown.
+// redactURL hides user names and passwords in a URL list before it is
+// logged or shown.
 func redactURL(raw string) string {
 	var parts []string
 	for part := range strings.SplitSeq(raw, ",") {
-		if u, err := url.Parse(strings.TrimSpace(part)); err == nil && u.User != nil {
-			part = u.Redacted()
+		start := 0
+		if i := strings.Index(part, "://"); i >= 0 {
+			start = i + len("://")
+		}
+		if at := strings.LastIndex(part, "@"); at >= start {
+			part = part[:start] + "xxxxx" + part[at:]
 		}
 		parts = append(parts, part)
 	}

@@ -66,6 +66,16 @@ type streamRef struct {
 	handle  jetstream.Stream
 }
 
+// newStreamRef names a stream of the table: PREFIX_TOPIC, on the subjects
+// prefix.topic and prefix.topic.>.
+func newStreamRef(prefix string, spec Stream) *streamRef {
+	return &streamRef{
+		spec:    spec,
+		name:    strings.ToUpper(prefix + "_" + spec.Topic),
+		subject: prefix + "." + spec.Topic,
+	}
+}
+
 // route is where a topic leads: a stream, the subject to publish to, and the
 // subjects a consumer of the topic reads.
 type route struct {
@@ -139,6 +149,7 @@ func (l *Log) connect(ctx context.Context) error {
 		// No buffering while disconnected: a publish then fails at once
 		// (ErrUnavailable) instead of waiting for a PubAck that cannot come.
 		nats.ReconnectBufSize(-1),
+		nats.DrainTimeout(cfg.Timeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				l.logger.Warn("log connection lost", "err", err)
@@ -194,11 +205,7 @@ func (l *Log) connect(ctx context.Context) error {
 // durable consumers. Repeating it changes nothing.
 func (l *Log) provision(ctx context.Context) error {
 	for _, spec := range l.cfg.Streams {
-		ref := &streamRef{
-			spec:    spec,
-			name:    strings.ToUpper(l.cfg.Prefix + "_" + spec.Topic),
-			subject: l.cfg.Prefix + "." + spec.Topic,
-		}
+		ref := newStreamRef(l.cfg.Prefix, spec)
 		maxBytes := spec.MaxBytes
 		if maxBytes == 0 {
 			maxBytes = -1
@@ -380,6 +387,9 @@ func (l *Log) GetMsg(ctx context.Context, topic string, seq uint64) (*message.Me
 	if err != nil {
 		return nil, err
 	}
+	if seq == 0 {
+		return nil, fmt.Errorf("%w: sequences start at 1", ErrNotFound)
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	m, err := r.stream.handle.GetMsg(ctx, seq)
@@ -442,7 +452,10 @@ func (l *Log) Close() error {
 // the directory, whichever of them exist.
 func (l *Log) shutdown() error {
 	var errs []error
-	if l.nc != nil {
+	if l.nc != nil && l.nc.Status() != nats.CONNECTED {
+		// A drain would wait for a server that is not there.
+		l.nc.Close()
+	} else if l.nc != nil {
 		done := make(chan struct{})
 		l.nc.SetClosedHandler(func(*nats.Conn) { close(done) })
 		if err := l.nc.Drain(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -98,7 +99,7 @@ type Subscriber struct {
 }
 
 var (
-	_ message.Subscriber          = (*Subscriber)(nil)
+	_ message.Subscriber           = (*Subscriber)(nil)
 	_ message.SubscribeInitializer = (*Subscriber)(nil)
 )
 
@@ -149,7 +150,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	sub := &subscription{s: s, r: r, ctx: sctx, cancel: cancel, out: make(chan *message.Message)}
+	sub := &subscription{s: s, r: r, ctx: sctx, out: make(chan *message.Message)}
 	if err := sub.open(); err != nil {
 		cancel()
 		return nil, err
@@ -210,8 +211,8 @@ func (s *Subscriber) bind(ctx context.Context, r route) (jetstream.Consumer, err
 		c, err = r.stream.handle.Consumer(ctx, want.Durable)
 		if err == nil {
 			got := c.CachedInfo().Config
-			s.logger.Debug("joined an existing consumer group with a configuration of its own", "consumer", want.Durable,
-				"ack_wait", got.AckWait, "max_ack_pending", got.MaxAckPending)
+			s.logger.Warn("joined a consumer group whose server configuration differs from this subscriber's; the server's applies",
+				"consumer", want.Durable, "ack_wait", got.AckWait, "max_ack_pending", got.MaxAckPending)
 		}
 	}
 	if err != nil {
@@ -223,11 +224,10 @@ func (s *Subscriber) bind(ctx context.Context, r route) (jetstream.Consumer, err
 // subscription is one Subscribe call: a server-side iterator and the loop
 // that hands its messages out one at a time.
 type subscription struct {
-	s      *Subscriber
-	r      route
-	ctx    context.Context // ends with the Subscribe context or Close
-	cancel context.CancelFunc
-	out    chan *message.Message
+	s   *Subscriber
+	r   route
+	ctx context.Context // ends with the Subscribe context or Close
+	out chan *message.Message
 
 	mu      sync.Mutex
 	iter    jetstream.MessagesContext
@@ -283,14 +283,21 @@ func (sub *subscription) open() error {
 	return nil
 }
 
-// drain stops fetching: the iterator hands out what it already holds, then
-// reports that it is closed.
+// drain stops fetching: the iterator hands out what it already holds (to
+// be given back), then reports that it is closed. Without a connection
+// nothing could be given back and a drain would wait for the server, so the
+// iterator just stops.
 func (sub *subscription) drain() {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sub.drained = true
-	if sub.iter != nil {
+	if sub.iter == nil {
+		return
+	}
+	if sub.s.log.nc.Status() == nats.CONNECTED {
 		sub.iter.Drain()
+	} else {
+		sub.iter.Stop()
 	}
 }
 
@@ -307,22 +314,7 @@ func (sub *subscription) run() {
 	logger := sub.s.logger.With("topic", sub.r.topic)
 	backoff := 100 * time.Millisecond
 	for {
-		dbgDone := make(chan struct{})
-		go func() {
-			select {
-			case <-dbgDone:
-			case <-time.After(5 * time.Second):
-				if sub.ctx.Err() == nil && !sub.s.cfg.Replay() {
-					c, _ := sub.r.stream.handle.Consumer(context.Background(), durableName(sub.s.cfg.Consumer.Group, sub.r))
-					if c != nil {
-						ci := c.CachedInfo()
-						logger.Warn("DBG stalled", "ackpending", ci.NumAckPending, "waiting", ci.NumWaiting, "pending", ci.NumPending, "redelivered", ci.NumRedelivered, "delivered", ci.Delivered.Stream, "ackfloor", ci.AckFloor.Stream)
-					}
-				}
-			}
-		}()
 		jm, err := sub.current().Next()
-		close(dbgDone)
 		if err != nil {
 			if sub.ctx.Err() != nil {
 				return
@@ -448,12 +440,15 @@ func (sub *subscription) await(wm *message.Message, jm jetstream.Msg) (acked, na
 }
 
 // giveBack returns a message the subscription will not handle: in a group
-// the server delivers it again at once, to this or another process.
+// the server delivers it again at once, to this or another process. A nak
+// with a delay, unlike a plain one, is written to the consumer's stored
+// state, so a server that restarts right after redelivers the message at
+// once too instead of after AckWait.
 func (sub *subscription) giveBack(jm jetstream.Msg) {
 	if sub.s.cfg.Replay() {
 		return
 	}
-	if err := jm.Nak(); err != nil {
+	if err := jm.NakWithDelay(time.Millisecond); err != nil {
 		sub.s.logger.Debug("giving a message back failed; the server delivers it again after AckWait", "err", err)
 	}
 }

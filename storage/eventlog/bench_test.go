@@ -1,0 +1,131 @@
+package eventlog
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// benchPayloadSize is the size of a large ingest batch as the log stores it.
+const benchPayloadSize = 300 << 10
+
+// BenchmarkPublish measures PublishOnce (the ingest path: a dedupe id, a
+// synchronous PubAck) of 300 KiB messages on the embedded server, for each
+// fsync policy, with one publisher and with eight concurrent ones. ns/op and
+// MB/s are throughput; p50-ms and p99-ms are the latency of one publish.
+// The store goes to MF_BENCH_DIR when set (use a directory on the disk you
+// want to measure: the default temporary directory may be a tmpfs, on which
+// fsync costs nothing).
+func BenchmarkPublish(b *testing.B) {
+	payload := make([]byte, benchPayloadSize)
+	if _, err := rand.Read(payload); err != nil {
+		b.Fatal(err)
+	}
+	policies := []struct {
+		name     string
+		sync     SyncPolicy
+		interval time.Duration
+	}{
+		{"interval-1s", SyncPolicyInterval, time.Second},
+		{"interval-2m", SyncPolicyInterval, 2 * time.Minute},
+		{"always", SyncPolicyAlways, 0},
+	}
+	for _, p := range policies {
+		for _, publishers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("sync=%s/publishers=%d", p.name, publishers), func(b *testing.B) {
+				dir := b.TempDir()
+				if base := os.Getenv("MF_BENCH_DIR"); base != "" {
+					var err error
+					if dir, err = os.MkdirTemp(base, "bench"); err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { os.RemoveAll(dir) })
+				}
+				cfg := testConfig(dir)
+				cfg.Sync = p.sync
+				if p.interval > 0 {
+					cfg.SyncInterval = p.interval
+				}
+				l := openLog(b, cfg)
+				pub := l.Publisher()
+				ctx := context.Background()
+				latencies := make([]time.Duration, b.N)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.SetBytes(benchPayloadSize)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range publishers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := int(next.Add(1)) - 1
+							if i >= b.N {
+								return
+							}
+							id := "batch-" + strconv.Itoa(i)
+							start := time.Now()
+							if _, err := pub.PublishOnce(ctx, "batches.bench", id, message.NewMessage(id, payload)); err != nil {
+								b.Error(err)
+								return
+							}
+							latencies[i] = time.Since(start)
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				slices.Sort(latencies)
+				ms := func(q float64) float64 {
+					return float64(latencies[int(q*float64(len(latencies)-1))]) / float64(time.Millisecond)
+				}
+				b.ReportMetric(ms(0.50), "p50-ms")
+				b.ReportMetric(ms(0.99), "p99-ms")
+			})
+		}
+	}
+}
+
+// BenchmarkConsume measures a consumer group reading 300 KiB messages and
+// acking each (the processor's path, MaxAckPending 1): ns/op is the time per
+// message.
+func BenchmarkConsume(b *testing.B) {
+	payload := make([]byte, benchPayloadSize)
+	if _, err := rand.Read(payload); err != nil {
+		b.Fatal(err)
+	}
+	l := openLog(b, testConfig(b.TempDir()))
+	pub := l.Publisher()
+	for i := range b.N {
+		if err := pub.Publish("batches.bench", message.NewMessage(strconv.Itoa(i), payload)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sub, err := l.Subscriber(DefaultSubscriberConfig("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ch, err := sub.Subscribe(context.Background(), "batches")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchPayloadSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m := <-ch
+		m.Ack()
+	}
+	b.StopTimer()
+	sub.Close()
+}
