@@ -146,7 +146,9 @@ func TestIngestBothModesReachTheLog(t *testing.T) {
 // the log exactly once, and resends get the same receipt.
 func TestIngestCrashKeepsEveryAcceptedBatchOnce(t *testing.T) {
 	data := t.TempDir()
-	p := startMF(t, data, "serve", "--provision", demoFile)
+	// The load here is far above the specification's per-address and
+	// per-key budgets; the test is about crashes, not rate limits.
+	p := startMF(t, data, "serve", "--provision", demoFile, "--rate-limit-scale", "1000")
 	addrs := []string{p.ingestAddr, p.apiAddr, p.admn}
 
 	type sent struct {
@@ -199,7 +201,7 @@ func TestIngestCrashKeepsEveryAcceptedBatchOnce(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		waitFor(t, 30*time.Second, func() bool { return total.Load() >= int64(50*(round+1)) })
 		p.kill()
-		p = startMFAt(t, data, addrs, "serve")
+		p = startMFAt(t, data, addrs, "serve", "--rate-limit-scale", "1000")
 	}
 	waitFor(t, 30*time.Second, func() bool { return total.Load() >= 200 })
 	close(stop)
