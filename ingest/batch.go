@@ -207,12 +207,14 @@ func reservedEventName(name string) bool {
 // when it breaks a rule, 400 collection_mode_not_allowed when a valid full
 // batch reaches a consentless source.
 func DecodeBatch(body []byte, now time.Time, opts DecodeOptions) (*Batch, *Problem) {
-	src := string(body)
-	if len(src) >= 3 && src[:3] == "\xef\xbb\xbf" {
-		src = src[3:] // a byte order mark is ignored (RFC 8259, section 8.1)
+	if len(body) >= 3 && string(body[:3]) == "\xef\xbb\xbf" {
+		body = body[3:] // a byte order mark is ignored (RFC 8259, section 8.1)
 	}
+	src := string(body)
 	b := &Batch{sentAt: -1, receivedAt: now.UnixMilli()}
-	d := batchDecoder{jsonScanner: jsonScanner{src: src}, b: b}
+	d := batchDecoder{jsonScanner: jsonScanner{src: src, data: body}, b: b}
+	// Properties are typically a quarter of a batch; the arena grows past that.
+	d.out = make([]byte, 0, len(src)/3+64)
 	d.ws()
 	isObject := d.peek() == '{'
 	if isObject {
@@ -239,6 +241,7 @@ func DecodeBatch(body []byte, now time.Time, opts DecodeOptions) (*Batch, *Probl
 	if opts.SourceMode == records.ModeConsentless && b.mode == records.ModeFull {
 		return nil, &Problem{Status: http.StatusBadRequest, Code: CodeCollectionModeNotAllowed, Detail: detailModeRefused}
 	}
+	b.props = d.out
 	return b, nil
 }
 
@@ -282,7 +285,7 @@ func fieldPath(ev int, field string) string {
 
 // once marks a member seen and reports false (after recording the broken
 // rule and skipping the value) when it was seen before.
-func once(d *batchDecoder, seen *uint16, bit uint16, ev int, field string) bool {
+func (d *batchDecoder) once(seen *uint16, bit uint16, ev int, field string) bool {
 	if *seen&bit != 0 {
 		d.invalid(ev, field, msgDuplicateKey)
 		d.skip()
@@ -301,14 +304,14 @@ func (d *batchDecoder) batchObject() {
 		}
 		switch k {
 		case "v":
-			if once(d, &seen, seenV, -1, k) && !d.null() {
+			if d.once(&seen, seenV, -1, k) && !d.null() {
 				d.seen |= seenV
 				if v, msg := d.integer(); msg != "" || v != 1 {
 					d.invalid(-1, k, msgVersion)
 				}
 			}
 		case "batch":
-			if once(d, &seen, seenBatch, -1, k) && !d.null() {
+			if d.once(&seen, seenBatch, -1, k) && !d.null() {
 				d.seen |= seenBatch
 				s, ok := d.stringValue()
 				id, okID := records.ParseUUID(s)
@@ -318,7 +321,7 @@ func (d *batchDecoder) batchObject() {
 				d.b.idText, d.b.id = s, id
 			}
 		case "mode":
-			if once(d, &seen, seenMode, -1, k) && !d.null() {
+			if d.once(&seen, seenMode, -1, k) && !d.null() {
 				d.seen |= seenMode
 				s, _ := d.stringValue()
 				switch s {
@@ -331,7 +334,7 @@ func (d *batchDecoder) batchObject() {
 				}
 			}
 		case "sentAt":
-			if once(d, &seen, seenSentAt, -1, k) && !d.null() {
+			if d.once(&seen, seenSentAt, -1, k) && !d.null() {
 				if v, msg := d.integer(); msg != "" {
 					d.invalid(-1, k, msg)
 				} else {
@@ -339,11 +342,11 @@ func (d *batchDecoder) batchObject() {
 				}
 			}
 		case "context":
-			if once(d, &seen, seenContext, -1, k) && !d.null() {
+			if d.once(&seen, seenContext, -1, k) && !d.null() {
 				d.context()
 			}
 		case "events":
-			if once(d, &seen, seenEvents, -1, k) && !d.null() {
+			if d.once(&seen, seenEvents, -1, k) && !d.null() {
 				d.seen |= seenEvents
 				d.eventList()
 			}
@@ -447,7 +450,7 @@ func (d *batchDecoder) event(ev int, e *batchEvent) {
 		}
 		switch k {
 		case "name":
-			if once(d, &seen, fName, ev, k) && !d.null() {
+			if d.once(&seen, fName, ev, k) && !d.null() {
 				nameGiven = true
 				s, ok := d.stringValue()
 				switch {
@@ -463,7 +466,7 @@ func (d *batchDecoder) event(ev int, e *batchEvent) {
 				e.name = s
 			}
 		case "time":
-			if once(d, &seen, fTime, ev, k) && !d.null() {
+			if d.once(&seen, fTime, ev, k) && !d.null() {
 				if v, msg := d.integer(); msg != "" {
 					d.invalid(ev, k, msg)
 				} else {
@@ -472,7 +475,7 @@ func (d *batchDecoder) event(ev int, e *batchEvent) {
 				}
 			}
 		case "id":
-			if once(d, &seen, fID, ev, k) && !d.null() {
+			if d.once(&seen, fID, ev, k) && !d.null() {
 				s, ok := d.stringValue()
 				id, okID := records.ParseUUID(s)
 				if !ok || !okID {
@@ -483,11 +486,11 @@ func (d *batchDecoder) event(ev int, e *batchEvent) {
 				}
 			}
 		case "page":
-			if once(d, &seen, fPage, ev, k) && !d.null() {
+			if d.once(&seen, fPage, ev, k) && !d.null() {
 				d.page(ev, e)
 			}
 		case "properties":
-			if once(d, &seen, fProps, ev, k) && !d.null() {
+			if d.once(&seen, fProps, ev, k) && !d.null() {
 				if d.peek() != '{' {
 					d.invalid(ev, k, msgObject)
 					d.skip()
@@ -496,17 +499,17 @@ func (d *batchDecoder) event(ev int, e *batchEvent) {
 				}
 			}
 		case "anonymousId":
-			if once(d, &seen, fAnon, ev, k) && !d.null() {
+			if d.once(&seen, fAnon, ev, k) && !d.null() {
 				e.flags |= evCarriedAnon
 				e.anonymousID = d.identifier(ev, k)
 			}
 		case "userId":
-			if once(d, &seen, fUser, ev, k) && !d.null() {
+			if d.once(&seen, fUser, ev, k) && !d.null() {
 				e.flags |= evCarriedUser
 				e.userID = d.identifier(ev, k)
 			}
 		case "sessionId":
-			if once(d, &seen, fSession, ev, k) && !d.null() {
+			if d.once(&seen, fSession, ev, k) && !d.null() {
 				e.flags |= evCarriedSession
 				s, ok := d.stringValue()
 				id, okID := records.ParseUUID(s)
@@ -574,7 +577,7 @@ func (d *batchDecoder) page(ev int, e *batchEvent) {
 			d.skip()
 			continue
 		}
-		if !once(d, &seen, bit, ev, field) || d.null() {
+		if !d.once(&seen, bit, ev, field) || d.null() {
 			continue
 		}
 		s, ok := d.stringValue()
@@ -610,7 +613,7 @@ func (d *batchDecoder) context() {
 		}
 		switch k {
 		case "sdk":
-			if once(d, &seen, fSDK, -1, "context.sdk") && !d.null() {
+			if d.once(&seen, fSDK, -1, "context.sdk") && !d.null() {
 				s, ok := d.stringValue()
 				if !ok || !validSDK(s) {
 					d.invalid(-1, "context.sdk", msgSDK)
@@ -619,7 +622,7 @@ func (d *batchDecoder) context() {
 				}
 			}
 		case "locale":
-			if once(d, &seen, fLocale, -1, "context.locale") && !d.null() {
+			if d.once(&seen, fLocale, -1, "context.locale") && !d.null() {
 				c.carriedLocale = true
 				s, ok := d.stringValue()
 				if !ok || !validLocale(s) {
@@ -629,7 +632,7 @@ func (d *batchDecoder) context() {
 				}
 			}
 		case "timezone":
-			if once(d, &seen, fTimezone, -1, "context.timezone") && !d.null() {
+			if d.once(&seen, fTimezone, -1, "context.timezone") && !d.null() {
 				c.carriedTimezone = true
 				s, ok := d.stringValue()
 				if !ok || !validTimezone(s) {
@@ -639,7 +642,7 @@ func (d *batchDecoder) context() {
 				}
 			}
 		case "screen":
-			if once(d, &seen, fScreen, -1, "context.screen") && !d.null() {
+			if d.once(&seen, fScreen, -1, "context.screen") && !d.null() {
 				c.carriedScreen = true
 				d.screen()
 			}

@@ -3,7 +3,6 @@ package ingest
 import (
 	"encoding/json"
 
-	"github.com/bytedance/sonic"
 	gojson "github.com/goccy/go-json"
 )
 
@@ -15,5 +14,4 @@ var altDecoders = []struct {
 }{
 	{"encoding-json", json.Unmarshal},
 	{"goccy-go-json", gojson.Unmarshal},
-	{"sonic", sonic.Unmarshal},
 }

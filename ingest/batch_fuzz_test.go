@@ -544,4 +544,3 @@ func walkValue(dec *json.Decoder, level int) (int, error) {
 	}
 	return 1, nil
 }
-

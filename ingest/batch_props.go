@@ -3,8 +3,10 @@ package ingest
 // Properties are read and compacted in the same pass: the compact text
 // (no insignificant whitespace; strings re-escaped with only what JSON
 // requires, so slashes and non-ASCII characters are written as themselves;
-// numbers as sent) is appended to Batch.props. Its length is the size the
-// 32,768-byte rule measures, and it is what is stored.
+// numbers as sent) is copied to Batch.props in runs of the source text,
+// broken only by white space and strings holding escapes (the text a
+// JSON.stringify sends is one run). Its length is the size the 32,768-byte
+// rule measures, and it is what is stored.
 
 // propLimits tracks the limits of one event's properties.
 type propLimits struct {
@@ -31,41 +33,39 @@ const batchKeySetAt = 16
 
 // properties reads the properties object at pos (which holds `{`).
 func (d *batchDecoder) properties(ev int, e *batchEvent) {
-	start := len(d.b.props)
+	start := len(d.out)
+	d.compacting, d.outFrom = true, d.pos
 	var lim propLimits
 	d.propObject(1, &lim, e, true)
 	if d.failed() {
 		return
 	}
-	if lim.problem == "" && len(d.b.props)-start > batchMaxPropBytes {
+	d.flush()
+	d.compacting = false
+	if lim.problem == "" && len(d.out)-start > batchMaxPropBytes {
 		lim.problem = msgPropBytes
 	}
 	if lim.problem != "" {
 		d.invalid(ev, "properties", lim.problem)
-		d.b.props = d.b.props[:start]
+		d.out = d.out[:start]
 		return
 	}
-	e.propStart, e.propEnd = int32(start), int32(len(d.b.props))
+	e.propStart, e.propEnd = int32(start), int32(len(d.out))
 	e.flags |= evHasProps
 }
 
-// propObject compacts the object at pos; level is its nesting (properties
+// propObject reads the object at pos; level is its nesting (properties
 // itself is 1), top-level members of e are noted when e is not nil, and
 // values are counted unless the object sits in a list. It returns the
 // number of members.
 func (d *batchDecoder) propObject(level int, lim *propLimits, e *batchEvent, count bool) int {
-	d.b.props = append(d.b.props, '{')
 	if !d.objectStart() {
-		d.b.props = append(d.b.props, '}')
 		return 0
 	}
 	base := len(d.keys)
 	var set map[string]struct{}
 	n := 0
 	for more := true; more && !d.failed(); more = d.next('}') {
-		if n > 0 {
-			d.b.props = append(d.b.props, ',')
-		}
 		d.ws()
 		if d.peek() != '"' {
 			d.fail("expected a member name")
@@ -75,6 +75,9 @@ func (d *batchDecoder) propObject(level int, lim *propLimits, e *batchEvent, cou
 		k, escaped := d.str()
 		if d.failed() {
 			break
+		}
+		if escaped {
+			d.rewrite(kstart, k)
 		}
 		// Duplicate keys: a scan while the object is small, a map after.
 		if set == nil && n >= batchKeySetAt {
@@ -103,15 +106,9 @@ func (d *batchDecoder) propObject(level int, lim *propLimits, e *batchEvent, cou
 		if level == 1 && n >= batchMaxPropKeys {
 			lim.broke(msgPropKeys)
 		}
-		if escaped {
-			d.b.props = appendJSONString(d.b.props, k)
-		} else {
-			d.b.props = append(d.b.props, d.src[kstart:d.pos]...)
-		}
 		if !d.expect(':', "expected ':' after a member name") {
 			break
 		}
-		d.b.props = append(d.b.props, ':')
 		d.ws()
 		var top *batchEvent
 		if level == 1 {
@@ -121,12 +118,11 @@ func (d *batchDecoder) propObject(level int, lim *propLimits, e *batchEvent, cou
 		n++
 	}
 	d.keys = d.keys[:base]
-	d.b.props = append(d.b.props, '}')
 	return n
 }
 
-// propValue compacts the value at pos, the value of key in an object of
-// the given level (or an element of a list in it); e is not nil for the
+// propValue reads the value at pos, the value of key in an object of the
+// given level (or an element of a list in it); e is not nil for the
 // top-level members of an event's properties.
 func (d *batchDecoder) propValue(level int, lim *propLimits, e *batchEvent, key string, count bool) {
 	switch c := d.peek(); {
@@ -138,15 +134,10 @@ func (d *batchDecoder) propValue(level int, lim *propLimits, e *batchEvent, key 
 			lim.leaf() // an empty object counts as one value
 		}
 	case c == '[':
-		d.b.props = append(d.b.props, '[')
 		for more := d.arrayStart(); more && !d.failed(); more = d.next(']') {
-			if d.b.props[len(d.b.props)-1] != '[' {
-				d.b.props = append(d.b.props, ',')
-			}
 			d.ws()
 			d.propValue(level, lim, nil, "", false)
 		}
-		d.b.props = append(d.b.props, ']')
 		if count {
 			lim.leaf() // a list counts as one value however long
 		}
@@ -156,20 +147,21 @@ func (d *batchDecoder) propValue(level int, lim *propLimits, e *batchEvent, key 
 		if d.failed() {
 			return
 		}
-		vstart := len(d.b.props)
-		if escaped {
-			d.b.props = appendJSONString(d.b.props, v)
-		} else {
-			d.b.props = append(d.b.props, d.src[start:d.pos]...)
-		}
 		if count {
 			lim.leaf()
 		}
+		if e != nil && key == "query" {
+			// The query's place in the compact text, for Normalize.
+			from, to := d.rewrite(start, v)
+			e.query, e.flags = v, e.flags|evHasQuery
+			e.queryStart, e.queryEnd = int32(from), int32(to)
+			return
+		}
+		if escaped {
+			d.rewrite(start, v)
+		}
 		if e != nil {
 			switch key {
-			case "query":
-				e.query, e.flags = v, e.flags|evHasQuery
-				e.queryStart, e.queryEnd = int32(vstart), int32(len(d.b.props))
 			case "currency":
 				e.currency, e.flags = v, e.flags|evHasCurrency
 			case "$experiment":
@@ -180,7 +172,6 @@ func (d *batchDecoder) propValue(level int, lim *propLimits, e *batchEvent, key 
 		}
 	case c == '-' || c >= '0' && c <= '9':
 		tok, _ := d.number()
-		d.b.props = append(d.b.props, tok...)
 		if count {
 			lim.leaf()
 		}
@@ -188,7 +179,7 @@ func (d *batchDecoder) propValue(level int, lim *propLimits, e *batchEvent, key 
 			e.revenue, e.flags = tok, e.flags|evHasRevenue
 		}
 	case c == 't' || c == 'f' || c == 'n':
-		d.b.props = append(d.b.props, d.literal()...)
+		d.literal()
 		if count {
 			lim.leaf()
 		}

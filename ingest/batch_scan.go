@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -10,11 +11,19 @@ import (
 // pos jumps to the end, so every later read fails at once and loops end.
 type jsonScanner struct {
 	src    string
+	data   []byte // the same bytes as src, for 8-byte loads; read only
 	pos    int
 	depth  int
 	syntax string // first syntax error; "" while the text is well formed
 	errPos int    // byte offset of the first syntax error
 	buf    []byte // scratch for strings with escapes
+
+	// While compacting, the text read is copied to out in runs: the bytes
+	// from outFrom up to pos are pending; white space and escaped strings
+	// end a run (see ws and rewrite).
+	compacting bool
+	outFrom    int
+	out        []byte
 }
 
 // batchMaxNesting bounds the nesting of objects and lists anywhere in a batch
@@ -31,16 +40,38 @@ func (s *jsonScanner) fail(msg string) {
 
 func (s *jsonScanner) failed() bool { return s.syntax != "" }
 
-// ws skips insignificant whitespace.
+// ws skips insignificant whitespace (leaving it out of a compact copy).
 func (s *jsonScanner) ws() {
+	start := s.pos
 	for s.pos < len(s.src) {
 		switch s.src[s.pos] {
 		case ' ', '\t', '\n', '\r':
 			s.pos++
-		default:
-			return
+			continue
 		}
+		break
 	}
+	if s.compacting && s.pos != start {
+		s.out = append(s.out, s.src[s.outFrom:start]...)
+		s.outFrom = s.pos
+	}
+}
+
+// rewrite replaces, in the compact copy, the text from start to pos (a
+// string just read) by v written as a JSON string with only the escapes
+// JSON requires. It returns where v starts and ends in out.
+func (s *jsonScanner) rewrite(start int, v string) (int, int) {
+	s.out = append(s.out, s.src[s.outFrom:start]...)
+	from := len(s.out)
+	s.out = appendJSONString(s.out, v)
+	s.outFrom = s.pos
+	return from, len(s.out)
+}
+
+// flush copies the pending text up to pos into out.
+func (s *jsonScanner) flush() {
+	s.out = append(s.out, s.src[s.outFrom:s.pos]...)
+	s.outFrom = s.pos
 }
 
 // peek returns the byte at pos, or 0 at the end.
@@ -148,7 +179,13 @@ func (s *jsonScanner) str() (v string, escaped bool) {
 	start := s.pos + 1
 	i := start
 	src := s.src
-	for i < len(src) {
+	for {
+		for i+8 <= len(src) && plain8(s.data, i) {
+			i += 8
+		}
+		if i >= len(src) {
+			break
+		}
 		c := src[i]
 		switch {
 		case c == '"':
@@ -175,6 +212,23 @@ func (s *jsonScanner) str() (v string, escaped bool) {
 	s.pos = len(src)
 	s.fail("unterminated string")
 	return "", false
+}
+
+// plain8 reports whether the 8 bytes at i are all printable ASCII other
+// than `"` and `\`, the bytes a string scan can pass without a look
+// (a SWAR test: each clause sets the high bit of a byte that may match).
+func plain8(data []byte, i int) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	x := binary.LittleEndian.Uint64(data[i:])
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	control := (x - ones*0x20) &^ x // a byte below 0x20
+	isQuote := (quote - ones) &^ quote
+	isSlash := (slash - ones) &^ slash
+	return (control|isQuote|isSlash|x)&highs == 0
 }
 
 // strEscaped finishes a string whose first escape is at i.
@@ -410,6 +464,12 @@ func (s *jsonScanner) skipString() {
 	src := s.src
 	i := s.pos + 1
 	for i < len(src) {
+		for i+8 <= len(src) && plain8(s.data, i) {
+			i += 8
+		}
+		if i >= len(src) {
+			break
+		}
 		c := src[i]
 		switch {
 		case c == '"':

@@ -139,19 +139,22 @@ func splitHostPort(a string) (host, port string, ok bool) {
 // parameters or click ids, in order and in their original encoding, joined
 // by `&`; click ids lose their value unless clickValues.
 func keptQuery(query string, clickValues bool) string {
+	if keepsWhole(query, clickValues) {
+		return query
+	}
 	var b strings.Builder
+	b.Grow(len(query))
 	for query != "" {
 		var param string
 		param, query, _ = strings.Cut(query, "&")
 		name, _, _ := strings.Cut(param, "=")
-		switch name {
-		case "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content":
-		case "gclid", "gbraid", "wbraid", "fbclid", "msclkid", "ttclid", "li_fat_id":
+		switch keptParam(name) {
+		case paramDropped:
+			continue
+		case paramClickID:
 			if !clickValues {
 				param = name + "="
 			}
-		default:
-			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte('&')
@@ -159,4 +162,45 @@ func keptQuery(query string, clickValues bool) string {
 		b.WriteString(param)
 	}
 	return b.String()
+}
+
+// keepsWhole reports whether keptQuery would return query unchanged.
+func keepsWhole(query string, clickValues bool) bool {
+	if strings.HasSuffix(query, "&") {
+		return false
+	}
+	for query != "" {
+		var param string
+		param, query, _ = strings.Cut(query, "&")
+		name, value, _ := strings.Cut(param, "=")
+		switch keptParam(name) {
+		case paramDropped:
+			return false
+		case paramClickID:
+			if !clickValues && (value != "" || name == param) {
+				return false
+			}
+		}
+		if param == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Kinds of query parameters.
+const (
+	paramDropped = iota
+	paramUTM
+	paramClickID
+)
+
+func keptParam(name string) int {
+	switch name {
+	case "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content":
+		return paramUTM
+	case "gclid", "gbraid", "wbraid", "fbclid", "msclkid", "ttclid", "li_fat_id":
+		return paramClickID
+	}
+	return paramDropped
 }

@@ -241,9 +241,9 @@ func sizeHint(b *Batch) int {
 }
 
 // Decode reads a record written by Encode. Strings of the result share one
-// copy of data and properties another, so data may be reused afterwards;
-// a caller that keeps a single string for long can clone it to let the rest
-// go.
+// copy of data, and properties and the visitor hash another, so data may be
+// reused afterwards; a caller that keeps a single string for long can clone
+// it to let the rest go.
 func Decode(data []byte) (*Batch, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("cannot decode record: empty: %w", ErrCorrupt)
@@ -251,9 +251,7 @@ func Decode(data []byte) (*Batch, error) {
 	if data[0] != Version {
 		return nil, fmt.Errorf("cannot decode record: version %d: %w", data[0], ErrUnknownVersion)
 	}
-	own := make([]byte, len(data))
-	copy(own, data)
-	d := decoder{b: own, s: string(own), pos: 1}
+	d := decoder{b: data, s: string(data), pos: 1}
 	var b Batch
 	b.Project = d.str()
 	b.Source = d.str()
@@ -315,7 +313,31 @@ func Decode(data []byte) (*Batch, error) {
 	if d.pos != len(d.b) {
 		return nil, fmt.Errorf("cannot decode record: %d bytes after the last event: %w", len(d.b)-d.pos, ErrCorrupt)
 	}
+	// Properties and the visitor hash still point into data: move them to
+	// one buffer of their own so that the batch does not alias data.
+	n = uint64(len(b.Edge.VisitorHash))
+	for i := range b.Events {
+		n += uint64(len(b.Events[i].Properties))
+	}
+	if n > 0 {
+		own := make([]byte, 0, n)
+		own, b.Edge.VisitorHash = appendOwn(own, b.Edge.VisitorHash)
+		for i := range b.Events {
+			own, b.Events[i].Properties = appendOwn(own, b.Events[i].Properties)
+		}
+	}
 	return &b, nil
+}
+
+// appendOwn appends p to own and returns own and the copy, or nil for an
+// empty p.
+func appendOwn(own, p []byte) ([]byte, []byte) {
+	if len(p) == 0 {
+		return own, p
+	}
+	start := len(own)
+	own = append(own, p...)
+	return own, own[start:len(own):len(own)]
 }
 
 // decoder reads fields in order; the first failure is kept in err and every
