@@ -568,3 +568,55 @@ func TestEvaluatorModuleServed(t *testing.T) {
 		t.Fatalf("unknown version: %d", st)
 	}
 }
+
+// TestSinkUnavailable: when the log cannot take a batch, the answer is 503
+// sink_unavailable with Retry-After, and nothing is stored.
+func TestSinkUnavailable(t *testing.T) {
+	env := newTestEnv(t, unlimited())
+	if err := env.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"v":1,"batch":"eeeeeeee-0000-4000-8000-000000000001","mode":"full","events":[{"name":"e"}]}`)
+	st, hdr, out := env.send(t, "POST", "/v1/batch", body, map[string]string{"Authorization": "Bearer mf_srvfull1_k"})
+	if st != 503 || !strings.Contains(string(out), `"sink_unavailable"`) || hdr.Get("Retry-After") == "" || hdr.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("log closed: %d %v %s", st, hdr, out)
+	}
+}
+
+// TestIdempotencyAcrossProcesses: two intake servers on one log (as two
+// `mf ingest` processes share a cluster) store a batch sent to both once,
+// and the second answers with the first's receipt.
+func TestIdempotencyAcrossProcesses(t *testing.T) {
+	env := newTestEnv(t, unlimited())
+	logger := slog.New(slog.DiscardHandler)
+	bcfg := storage.DefaultConfig()
+	bcfg.Dir = filepath.Join(t.TempDir(), "objects")
+	b, err := storage.Open(context.Background(), bcfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	other, err := NewServer(context.Background(), unlimited(), Deps{Catalog: env.cat, Log: env.log.Publisher(), Bucket: b}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	auth := map[string]string{"Authorization": "Bearer mf_srvfull1_k"}
+	before := env.lastSeq(t)
+	first := []byte(`{"v":1,"batch":"12121212-0000-4000-8000-000000000001","mode":"full","events":[{"name":"a"},{"name":"b"}]}`)
+	second := []byte(`{"v":1,"batch":"12121212-0000-4000-8000-000000000001","mode":"full","events":[{"name":"a"}]}`)
+	_, _, r1 := env.send(t, "POST", "/v1/batch", first, auth)
+	req := httptest.NewRequest("POST", "/v1/batch", bytes.NewReader(second))
+	req.Header.Set("Authorization", auth["Authorization"])
+	resp, err := other.App().Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 202 || string(r2) != string(r1) {
+		t.Fatalf("second process answered %d %s, want the first receipt %s", resp.StatusCode, r2, r1)
+	}
+	if n := env.lastSeq(t) - before; n != 1 {
+		t.Fatalf("one batch id sent to two processes stored %d times", n)
+	}
+}
