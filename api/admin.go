@@ -21,7 +21,17 @@ type AdminConfig struct {
 	MaxBody int
 	// ApplyTimeout bounds one provisioning apply. Default 60s.
 	ApplyTimeout time.Duration
+	// IssuePreviewToken issues a preview token for an unstarted draft
+	// experiment (the flag service owns the format). Errors wrapping
+	// ErrNotFound answer 404, ErrRefused 422. Nil: the endpoint answers 501.
+	IssuePreviewToken func(ctx context.Context, project, flag string) (token string, expires time.Time, err error)
 }
+
+// Errors that admin hooks wrap to choose the answer's status.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrRefused  = errors.New("refused")
+)
 
 // DefaultAdminConfig returns the defaults.
 func DefaultAdminConfig() AdminConfig {
@@ -63,6 +73,7 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g := app.Group("/admin/v1", a.auth)
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)
+	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
 	app.Use(func(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such admin endpoint: " + c.Method() + " " + c.Path()})
 	})
@@ -188,4 +199,24 @@ func (a *Admin) catalogSummary(c *fiber.Ctx) error {
 		out.Organizations = append(out.Organizations, og)
 	}
 	return c.JSON(out)
+}
+
+// previewToken issues a preview token for a draft experiment: 201 with the
+// token, the query parameter to carry it in, and when it expires.
+func (a *Admin) previewToken(c *fiber.Ctx) error {
+	if a.cfg.IssuePreviewToken == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "preview tokens are issued by a process that runs the flag service"})
+	}
+	tok, exp, err := a.cfg.IssuePreviewToken(c.UserContext(), c.Params("project"), c.Params("flag"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": err.Error()})
+	case errors.Is(err, ErrRefused):
+		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": err.Error()})
+	case err != nil:
+		a.logger.Error("admin: cannot issue a preview token", "err", err)
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"error": err.Error()})
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"token": tok, "parameter": "svc-preview-token",
+		"expiresAt": exp.UTC().Format(time.RFC3339Nano)})
 }

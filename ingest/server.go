@@ -79,7 +79,7 @@ func (l Limits) Scaled(f float64) Limits {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Limits: DefaultLimits(), PublishTimeout: 10 * time.Second,
+	return Config{Limits: DefaultLimits(), Flags: DefaultFlagConfig(), PublishTimeout: 10 * time.Second,
 		ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
 }
 
@@ -87,6 +87,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if c.PublishTimeout <= 0 {
 		return errors.New("ingest config: PublishTimeout must be positive")
+	}
+	if err := c.Flags.Validate(); err != nil {
+		return err
 	}
 	for _, l := range []limit{c.Limits.BatchPerAddress, c.Limits.WebsiteKeyEvents, c.Limits.SecretKeyEvents,
 		c.Limits.FlagsPerAddress, c.Limits.FlagsGetWebsite, c.Limits.FlagsPostWebsite, c.Limits.FlagsGetServer,

@@ -22,6 +22,7 @@ import (
 // ingest service serves it) and the corpus on 127.0.0.1, and the page posts
 // its results back.
 func TestChromiumCorpus(t *testing.T) {
+	t.Parallel()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is needed for the browser test: apt-get update && apt-get install -y chromium")
@@ -40,6 +41,7 @@ func TestChromiumCorpus(t *testing.T) {
 		UserAgent string     `json:"userAgent"`
 		Error     string     `json:"error"`
 		Results   []jsResult `json:"results"`
+		Recovery  string     `json:"recovery"`
 	}
 	reports := make(chan report, 1)
 	var mu sync.Mutex
@@ -130,5 +132,8 @@ func TestChromiumCorpus(t *testing.T) {
 	mu.Lock()
 	t.Logf("%s; module fetched with encodings %q", rep.UserAgent, encodings)
 	mu.Unlock()
+	if rep.Recovery != "ok" {
+		t.Errorf("chromium: the evaluator does not recover from a trap: %q", rep.Recovery)
+	}
 	checkJSResults(t, "chromium", loadCorpus(t), rep.Results)
 }

@@ -13,6 +13,7 @@ import (
 // engine: the result line must equal the expected one (which the native
 // evaluator also gives), and the explained line must equal the native one.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := sharedEngine(t)
 	failed := 0
@@ -55,6 +56,7 @@ func TestCorpus(t *testing.T) {
 // through the document path: the flag alone in a document, loaded into the
 // engine, evaluated by key with the facts. Results must equal the corpus.
 func TestCorpusAsDocuments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := sharedEngine(t)
 	failed, n := 0, 0

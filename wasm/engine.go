@@ -69,6 +69,11 @@ type Config struct {
 	// Logger receives instance replacements with the guest's last output.
 	// Default: slog.Default().
 	Logger *slog.Logger
+
+	// fakeClocks gives instances wazero's default clocks, which jump 1 ms at
+	// every read: a test's way to make hours of runtime time pass in
+	// seconds.
+	fakeClocks bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -118,8 +123,11 @@ type Engine struct {
 	// idle instances, most recently used last: taking the last keeps the
 	// warmest instance (its documents, its facts) busy and lets the others
 	// stay cold.
-	idle   []*instance
-	closed atomic.Bool
+	idle []*instance
+
+	closed    atomic.Bool   // set by Close: no new calls
+	done      chan struct{} // closed once the runtime is being closed
+	closeOnce sync.Once
 }
 
 // New compiles the embedded evaluator module and returns an Engine. One
@@ -155,6 +163,7 @@ func newEngine(ctx context.Context, cfg Config, module []byte) (*Engine, error) 
 		runtime:  rt,
 		compiled: compiled,
 		tokens:   make(chan struct{}, cfg.Instances),
+		done:     make(chan struct{}),
 	}
 	first, err := e.instantiate(ctx)
 	if err != nil {
@@ -165,19 +174,38 @@ func newEngine(ctx context.Context, cfg Config, module []byte) (*Engine, error) 
 	return e, nil
 }
 
-// Close closes every instance and the runtime. Calls in flight fail; later
-// calls return ErrClosed.
+// Close refuses new calls, waits for the calls in flight to finish, and
+// closes every instance and the runtime. When ctx ends first, it returns
+// ctx's error and leaves the runtime open (the calls in flight still run);
+// Close may be called again.
 func (e *Engine) Close(ctx context.Context) error {
-	if e.closed.Swap(true) {
-		return nil
+	e.closed.Store(true)
+	// Hold every token: then no call is running, and none can start.
+	held := 0
+	for held < cap(e.tokens) {
+		select {
+		case e.tokens <- struct{}{}:
+			held++
+		case <-e.done:
+			return nil // closed meanwhile by another Close
+		case <-ctx.Done():
+			for range held {
+				<-e.tokens
+			}
+			return fmt.Errorf("cannot close the wasm engine: calls are still running: %w", ctx.Err())
+		}
 	}
-	e.mu.Lock()
-	e.idle = nil
-	e.mu.Unlock()
-	if err := e.runtime.Close(ctx); err != nil {
-		return fmt.Errorf("cannot close the wazero runtime: %w", err)
-	}
-	return nil
+	var err error
+	e.closeOnce.Do(func() {
+		close(e.done)
+		e.mu.Lock()
+		e.idle = nil
+		e.mu.Unlock()
+		if cerr := e.runtime.Close(ctx); cerr != nil {
+			err = fmt.Errorf("cannot close the wazero runtime: %w", cerr)
+		}
+	})
+	return err
 }
 
 // acquire takes an instance for one call, creating one when none is idle,
@@ -186,6 +214,9 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
 	select {
 	case e.tokens <- struct{}{}:
 	default:
@@ -193,9 +224,12 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 		case e.tokens <- struct{}{}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-e.done:
+			return nil, ErrClosed
 		}
 	}
 	if e.closed.Load() {
+		// Close began while this call waited: let it have the token.
 		<-e.tokens
 		return nil, ErrClosed
 	}
@@ -220,11 +254,9 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 // release returns an instance after a call; a broken one is closed, and a
 // new one will be created when needed.
 func (e *Engine) release(in *instance) {
-	if in.broken || e.closed.Load() {
-		if in.broken {
-			e.log.Warn("wasm: evaluator instance discarded after a failed call",
-				"err", in.brokenErr, "guestOutput", in.stderr.String())
-		}
+	if in.broken {
+		e.log.Warn("wasm: evaluator instance discarded after a failed call",
+			"err", in.brokenErr, "guestOutput", in.stderr.String())
 		in.close()
 	} else {
 		e.mu.Lock()
@@ -287,6 +319,11 @@ func (e *Engine) LoadDocument(ctx context.Context, doc []byte) (*Document, error
 	}
 	defer e.release(in)
 	if _, err := in.document(ctx, d); err != nil {
+		if errors.Is(err, ErrDocument) {
+			// The guest says only no; the native parser says why.
+			_, why := evaluator.ParseDocument(doc)
+			return nil, fmt.Errorf("%w: %v", ErrDocument, why)
+		}
 		return nil, err
 	}
 	return d, nil
@@ -325,7 +362,20 @@ func (d *Document) Evaluate(ctx context.Context, key string, facts []byte) (eval
 	if err != nil {
 		return evaluator.Result{}, err
 	}
-	return in.eval(ctx, h, key, orNull(facts))
+	r, err := in.eval(ctx, h, key, orNull(facts))
+	return r, explainFactsError(err, facts)
+}
+
+// explainFactsError adds to ErrFacts why the facts are unreadable, which
+// the native parser says (the guest says only no).
+func explainFactsError(err error, facts []byte) error {
+	if !errors.Is(err, ErrFacts) {
+		return err
+	}
+	if _, why := evaluator.ParseFacts(orNull(facts)); why != nil {
+		return fmt.Errorf("%w: %v", ErrFacts, why)
+	}
+	return err
 }
 
 // EvaluateAll evaluates the flags keys against the same facts on one
@@ -352,7 +402,7 @@ func (d *Document) EvaluateAll(ctx context.Context, dst []evaluator.Result, keys
 	for _, k := range keys {
 		r, err := in.eval(ctx, h, k, orNull(facts))
 		if err != nil {
-			return dst[:n], fmt.Errorf("cannot evaluate flag %q: %w", k, err)
+			return dst[:n], fmt.Errorf("cannot evaluate flag %q: %w", k, explainFactsError(err, facts))
 		}
 		dst = append(dst, r)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -310,4 +311,83 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMemoryStaysBounded evaluates case lines on one instance whose clocks
+// run fast (1 ms a read, so the Go runtime sees hours pass): the guest's
+// heap must stay bounded. A reactor never yields to the runtime's
+// background goroutines unless the guest does (letRuntimeRun); without
+// that, the collector stops finishing its cycles once the runtime believes
+// enough time has passed, and the instance runs out of memory (after some
+// 44,000 calls here).
+func TestMemoryStaysBounded(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Instances = 1
+	cfg.MemoryLimitPages = 256 // 16 MiB
+	cfg.fakeClocks = true
+	e := newEngineT(t, cfg)
+	flag, _ := typicalCase(t)
+	var line, out []byte
+	const calls = 60000
+	for i := range calls {
+		line = fmt.Appendf(line[:0], `{"flag":%s,"facts":{"id":"visitor-%d","properties":{"plan":"pro","beta":true}}}`, flag, i)
+		var err error
+		if out, err = e.EvaluateCase(ctx, out[:0], line); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	in, err := e.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := in.mem.Size()
+	e.release(in)
+	t.Logf("guest memory after %d calls: %d MiB", calls, size>>20)
+	if size > 12<<20 {
+		t.Errorf("guest memory grew to %d MiB", size>>20)
+	}
+}
+
+// TestCloseWaitsForCalls: Close refuses new calls at once, waits for the
+// calls in flight, and gives up (leaving the engine usable by those calls)
+// when its context ends first.
+func TestCloseWaitsForCalls(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Instances = 2
+	e := newEngineT(t, cfg)
+	flag, facts := typicalCase(t)
+	line := []byte(`{"flag":` + string(flag) + `,"facts":` + string(facts) + `}`)
+
+	held, err := e.acquire(ctx) // a call in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := e.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a call in flight and a short context gives %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := e.EvaluateCase(ctx, nil, line); !errors.Is(err, ErrClosed) {
+		t.Errorf("a new call after Close began gives %v, want ErrClosed", err)
+	}
+	// The call in flight still runs.
+	if out, err := held.evalCase(ctx, line, false); err != nil || string(out) != nativeCase(line, false) {
+		t.Errorf("the call in flight gives %s, %v", out, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close(ctx) }()
+	e.release(held)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close after the last call: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return within a minute of the last call ending")
+	}
+	if _, err := e.EvaluateCase(ctx, nil, line); !errors.Is(err, ErrClosed) {
+		t.Errorf("a call after Close gives %v, want ErrClosed", err)
+	}
 }

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,13 +27,16 @@ const (
 const resultHeader = 16
 
 // instance is one instantiated evaluator module. It is used by one caller at
-// a time (whoever took it from Engine.slots).
+// a time (whoever took it from Engine.idle).
 type instance struct {
 	mod                             api.Module
 	mem                             api.Memory
 	fInput, fEvalCase, fExplainCase api.Function
 	fLoad, fFree, fEval             api.Function
 	stack                           [4]uint64 // parameters and results of the call in progress
+
+	inputPtr uint32 // the guest's input buffer, as mf_input last returned it
+	inputCap int    // the largest size asked of mf_input: the buffer holds at least this
 
 	docs  map[[32]byte]*loaded // documents loaded here, by Document.id
 	tick  uint64               // use counter for least-recently-used eviction
@@ -60,8 +64,16 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
+		WithRandSource(rand.Reader).
 		WithStdout(stderr).
 		WithStderr(stderr)
+	if !e.cfg.fakeClocks {
+		// The Go runtime paces its garbage collector by the clock; wazero's
+		// default clocks jump 1 ms at every read, which after a few minutes
+		// of fake time makes the runtime stop the allocation assists that a
+		// reactor depends on (see letRuntimeRun in wasm/guest).
+		mc = mc.WithSysNanotime().WithSysWalltime()
+	}
 	mod, err := e.runtime.InstantiateModule(ctx, e.compiled, mc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot instantiate the evaluator module: %w", err)
@@ -134,16 +146,24 @@ func (in *instance) call(ctx context.Context, name string, f api.Function) (uint
 
 // write copies key and then data into the guest's input buffer and returns
 // their total length.
+//
+// The guest keeps its input buffer at one address until it is asked for
+// more than ever before, so the buffer is requested (mf_input) only when an
+// input is larger than every earlier one.
 func (in *instance) write(ctx context.Context, key string, data []byte) (uint32, error) {
 	n := len(key) + len(data)
-	in.stack[0] = uint64(n)
-	ptr, err := in.call(ctx, "mf_input", in.fInput)
-	if err != nil {
-		return 0, err
-	}
-	if ptr == 0 {
-		in.broken, in.brokenErr = true, errors.New("mf_input refused the size")
-		return 0, fmt.Errorf("%w: the guest refused an input of %d bytes", ErrTrap, n)
+	ptr := uint64(in.inputPtr)
+	if n > in.inputCap || ptr == 0 {
+		in.stack[0] = uint64(n)
+		var err error
+		if ptr, err = in.call(ctx, "mf_input", in.fInput); err != nil {
+			return 0, err
+		}
+		if ptr == 0 {
+			in.broken, in.brokenErr = true, errors.New("mf_input refused the size")
+			return 0, fmt.Errorf("%w: the guest refused an input of %d bytes", ErrTrap, n)
+		}
+		in.inputPtr, in.inputCap = uint32(ptr), n
 	}
 	if !in.mem.WriteString(uint32(ptr), key) || !in.mem.Write(uint32(ptr)+uint32(len(key)), data) {
 		in.broken, in.brokenErr = true, errors.New("mf_input returned an address out of memory")

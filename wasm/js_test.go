@@ -22,6 +22,7 @@ type jsResult struct {
 	Doc       *string `json:"doc"`
 	SentDoc   *string `json:"sentDoc"`
 	SentFacts *string `json:"sentFacts"`
+	Recovery  string  `json:"recovery"` // the last line only: checkRecovery's answer
 }
 
 // checkJSResults compares the browser module's answers with the Go
@@ -118,6 +119,7 @@ func decodeJSResults(t *testing.T, out []byte) []jsResult {
 
 // TestNodeCorpus runs the corpus through wasm/js/evaluator.mjs in Node.
 func TestNodeCorpus(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node (20 or later) is needed for the browser-module tests: apt-get install nodejs (or see https://nodejs.org)")
@@ -131,5 +133,13 @@ func TestNodeCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node js/run-corpus.mjs failed: %v\n%s", err, stderr.Bytes())
 	}
-	checkJSResults(t, "node", loadCorpus(t), decodeJSResults(t, out))
+	results := decodeJSResults(t, out)
+	if len(results) == 0 {
+		t.Fatal("node printed nothing")
+	}
+	last := results[len(results)-1]
+	if last.Recovery != "ok" {
+		t.Errorf("node: the evaluator does not recover from a trap: %q", last.Recovery)
+	}
+	checkJSResults(t, "node", loadCorpus(t), results[:len(results)-1])
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mfhq/mf/ingest"
+	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
 )
@@ -28,6 +30,7 @@ func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	data := fs.String("data", envOr("MF_DATA", "./mf-data"), "directory of the embedded log (env MF_DATA); not while mf serve uses it")
 	logURL := fs.String("log", os.Getenv("MF_LOG"), "nats://… of an external log (env MF_LOG)")
+	store := fs.String("store", os.Getenv("MF_STORE"), "s3://… of an external object store (env MF_STORE)")
 	adminURL := fs.String("admin-url", os.Getenv("MF_ADMIN_URL"), "base URL of a running mf's admin API, e.g. http://127.0.0.1:8082 (env MF_ADMIN_URL)")
 	token := fs.String("admin-token", os.Getenv("MF_ADMIN_TOKEN"), "bearer token of the admin API (env MF_ADMIN_TOKEN)")
 	fs.Usage = func() {
@@ -61,7 +64,24 @@ func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	defer lg.Close()
-	cat, err := openCatalog(ctx, lg, logger)
+	bcfg := storage.DefaultConfig()
+	bcfg.Store, bcfg.Dir = os.Getenv("MF_STORE"), filepath.Join(*data, "objects")
+	if *store != "" {
+		bcfg.Store = *store
+	}
+	b, err := storage.Open(ctx, bcfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf provision: cannot open the object store: %v\n", err)
+		return 1
+	}
+	defer b.Close()
+	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf provision: %v\n", err)
+		return 1
+	}
+	defer flags.Close(context.Background())
+	cat, err := openCatalog(ctx, lg, flags.CheckDocuments, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf provision: %v\n", err)
 		return 1

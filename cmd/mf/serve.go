@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mfhq/mf/api"
@@ -76,6 +75,7 @@ type service struct {
 	bucket   storage.Bucket
 	log      *eventlog.Log
 	cat      *catalog.Catalog
+	flags    *ingest.FlagDocuments
 	ingest   *ingest.Server
 	servers  []*httpServer
 	closers  []func() error // in the order they must run at shutdown
@@ -164,7 +164,14 @@ func (s *service) open(ctx context.Context) error {
 	}
 	s.log = lg
 
-	cat, err := openCatalog(ctx, lg, s.logger)
+	// The flag-document compiler checks every provisioning change against
+	// the documents' size caps, so it exists before the catalog.
+	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, s.logger)
+	if err != nil {
+		return fmt.Errorf("cannot start the flag-document compiler: %w", err)
+	}
+	s.flags = flags
+	cat, err := openCatalog(ctx, lg, flags.CheckDocuments, s.logger)
 	if err != nil {
 		return err
 	}
@@ -194,7 +201,8 @@ func (s *service) open(ctx context.Context) error {
 		icfg.GeoIP = s.cfg.GeoIP
 		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
 		icfg.Limits = icfg.Limits.Scaled(scale)
-		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load}, s.logger)
+		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
+			Flags: flags, Membership: ingest.NoMembership{}}, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the ingest service: %w", err)
 		}
@@ -203,20 +211,20 @@ func (s *service) open(ctx context.Context) error {
 	return nil
 }
 
-// openCatalog folds the catalog topic of the log into a live Catalog.
-func openCatalog(ctx context.Context, lg *eventlog.Log, logger *slog.Logger) (*catalog.Catalog, error) {
+// openCatalog folds the catalog topic of the log into a live Catalog;
+// check refuses provisioning changes whose flag documents break a rule.
+func openCatalog(ctx context.Context, lg *eventlog.Log, check func(*catalog.State) error, logger *slog.Logger) (*catalog.Catalog, error) {
 	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		return nil, fmt.Errorf("cannot subscribe to the catalog: %w", err)
 	}
-	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
+	ccfg := catalog.DefaultConfig()
+	ccfg.CheckDocuments = check
+	cat, err := catalog.Open(ctx, ccfg, catalog.Log{
 		Publisher:  lg.Publisher(),
 		Subscriber: sub,
 		LastSeq:    lg.LastSeq,
-		Seq: func(m *message.Message) (uint64, bool) {
-			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
-			return n, err == nil
-		},
+		Seq:        eventlog.Seq,
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the catalog: %w", err)
@@ -237,6 +245,16 @@ func (s *service) serveHTTP() error {
 		case "admin":
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
+			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
+				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
+				switch {
+				case errors.Is(err, ingest.ErrFlagNotFound):
+					err = fmt.Errorf("%w: %v", api.ErrNotFound, err)
+				case errors.Is(err, ingest.ErrNotDraftExperiment):
+					err = fmt.Errorf("%w: %v", api.ErrRefused, err)
+				}
+				return tok.Token, tok.ExpiresAt, err
+			}
 			app, err = api.NewAdmin(acfg, s.cat, s.ready.Load, s.logger)
 		}
 		if err != nil {
@@ -287,6 +305,13 @@ func (s *service) shutdown() error {
 		if err := s.cat.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.flags != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.flags.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
 	}
 	if s.log != nil {
 		if err := s.log.Close(); err != nil {

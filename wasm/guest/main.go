@@ -5,7 +5,7 @@
 // the exported functions below, one call at a time. The guest only moves
 // bytes; package evaluator does all parsing and evaluation.
 //
-// Build (what `go generate ./wasm` runs, see ../internal/build):
+// Build (what `go generate ./wasm` runs, see ../internal/gen):
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
 //	    -buildvcs=false -ldflags='-s -w' -o ../dist/evaluator.wasm .
@@ -16,6 +16,7 @@
 package main
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/mfhq/mf/evaluator"
@@ -46,14 +47,20 @@ var (
 	lastFacts    []byte
 	lastParsed   *evaluator.Facts
 	lastFactsSet bool
+
+	// The flag of the last mf_eval call; see lookupFlag.
+	lastFlag    *evaluator.Flag
+	lastFlagDoc uint32
+	lastFlagKey string
 )
 
 func main() {}
 
 // mfInput makes the input buffer at least size bytes long and returns its
-// address; the host writes the call's input there. The address stays valid
-// until the next mf_input call with a larger size. It returns 0 when size is
-// over the guest's limit.
+// address; the host writes the call's input there. The buffer stays at that
+// address, with room for every size asked so far, until a call asks for
+// more than the buffer holds; hosts may keep writing there meanwhile without
+// calling mf_input. It returns 0 when size is over the guest's limit.
 //
 //go:wasmexport mf_input
 func mfInput(size uint32) uint32 {
@@ -74,6 +81,7 @@ func mfInput(size uint32) uint32 {
 //go:wasmexport mf_eval_case
 func mfEvalCase(n uint32) uint64 {
 	output = appendCase(output[:0], inputBytes(n), false)
+	letRuntimeRun()
 	return pack(output)
 }
 
@@ -83,6 +91,7 @@ func mfEvalCase(n uint32) uint64 {
 //go:wasmexport mf_explain_case
 func mfExplainCase(n uint32) uint64 {
 	output = appendCase(output[:0], inputBytes(n), true)
+	letRuntimeRun()
 	return pack(output)
 }
 
@@ -128,6 +137,7 @@ func mfLoad(n uint32) uint32 {
 	// ParseDocument keeps nothing of its input (it parses a copy), so the
 	// input buffer can be reused.
 	doc, err := evaluator.ParseDocument(input[:n])
+	letRuntimeRun()
 	if err != nil {
 		return 0
 	}
@@ -144,6 +154,9 @@ func mfLoad(n uint32) uint32 {
 //go:wasmexport mf_free
 func mfFree(h uint32) {
 	delete(docs, h)
+	if h == lastFlagDoc {
+		lastFlag = nil
+	}
 }
 
 // mfEval evaluates the flag named by input[:keyLen] of document h against the
@@ -163,8 +176,7 @@ func mfEval(h, keyLen, factsLen, asJSON uint32) uint64 {
 		output = append(output, statusNoHandle)
 		return pack(output)
 	}
-	// The key is only looked up, never kept: no copy.
-	flag, ok := doc.Flag(unsafe.String(unsafe.SliceData(input), keyLen))
+	flag, ok := lookupFlag(h, doc, input[:keyLen])
 	if !ok {
 		output = append(output, statusNoFlag)
 		return pack(output)
@@ -183,6 +195,20 @@ func mfEval(h, keyLen, factsLen, asJSON uint32) uint64 {
 	return pack(output)
 }
 
+// lookupFlag returns flag key of document h, remembering the last one
+// looked up: hosts evaluate one flag many times in a row.
+func lookupFlag(h uint32, doc *evaluator.Document, key []byte) (*evaluator.Flag, bool) {
+	if lastFlag != nil && h == lastFlagDoc && string(key) == lastFlagKey {
+		return lastFlag, true
+	}
+	// The key is only looked up, never kept: no copy.
+	flag, ok := doc.Flag(unsafe.String(unsafe.SliceData(key), len(key)))
+	if ok {
+		lastFlag, lastFlagDoc, lastFlagKey = flag, h, string(key)
+	}
+	return flag, ok
+}
+
 // parseFacts parses facts, or returns the facts of the previous call when
 // the bytes are the same: hosts evaluate several flags for one set of facts
 // in a row, and parsing (allocating) is most of the cost of a call. Facts
@@ -192,6 +218,7 @@ func parseFacts(b []byte) (*evaluator.Facts, bool) {
 		return lastParsed, lastParsed != nil
 	}
 	fa, err := evaluator.ParseFacts(b)
+	letRuntimeRun()
 	if err != nil {
 		fa = nil
 	}
@@ -222,6 +249,18 @@ func appendBinary(dst []byte, r evaluator.Result) []byte {
 	return append(dst, r.Value...)
 }
 
+// letRuntimeRun lets the runtime's own goroutines run: the garbage
+// collector's mark workers and the background sweeper. A reactor's exported
+// call never blocks, so without this they would run only when an allocation
+// assists them, and a collection that assists alone cannot finish (the
+// runtime limits assists by time) leaves the heap growing until the
+// instance runs out of memory. Called after the calls that allocate; the
+// evaluation of a loaded flag for the previous facts allocates nothing and
+// skips it.
+func letRuntimeRun() {
+	runtime.Gosched()
+}
+
 func pack(b []byte) uint64 {
 	if len(b) == 0 {
 		return 0
@@ -229,9 +268,9 @@ func pack(b []byte) uint64 {
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
 }
 
-// appendJSONString appends s as a JSON string. Error messages are ASCII
-// except for quoted input, so escaping quotes, backslashes and control
-// characters suffices.
+// appendJSONString appends s as a JSON string. It is used for parse error
+// messages, which are valid UTF-8: escaping quotes, backslashes and control
+// characters suffices. cmd/mf/eval.go has the same function.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')

@@ -75,3 +75,40 @@ export function runCorpus(ev, corpusText) {
   }
   return out;
 }
+
+/**
+ * Makes the next call into the instance fail as a trap would, and checks
+ * that the evaluator drops the instance, reports the failure, and answers
+ * the following call from a fresh instance (created synchronously: in a
+ * browser, on the main thread), documents loaded again.
+ * @returns {string} 'ok', or what went wrong
+ */
+export function checkRecovery(ev) {
+  const flag = { s: '3f9a1c0b7e2d', t: 'm', u: 'b', d: 'a', p: { b: { x: 1 } }, r: [{ if: [['p', 'k', 'is', ['v']]], x: 'b' }] };
+  const facts = { properties: { k: 'v' } };
+  const want = '{"variant":"b","reason":"TARGETING_MATCH","rule":0,"value":{"x":1}}';
+  const doc = ev.loadDocument({ v: 1, flags: { f: flag } });
+  const exports = ev._x;
+  ev._x = new Proxy(exports, {
+    get(target, name) {
+      if (name === 'mf_eval_case' || name === 'mf_eval') {
+        return () => { throw new WebAssembly.RuntimeError('unreachable (simulated trap)'); };
+      }
+      return target[name];
+    },
+  });
+  let thrown = null;
+  try {
+    ev.evaluate(flag, facts);
+  } catch (err) {
+    thrown = err;
+  }
+  if (thrown === null || !/simulated trap/.test(thrown.message)) return `the trap was not reported: ${thrown}`;
+  if (ev._x !== null) return 'the failed instance was kept';
+  const again = JSON.stringify(ev.evaluate(flag, facts));
+  if (again !== want) return `after the trap evaluate gives ${again}, want ${want}`;
+  const byKey = JSON.stringify(doc.evaluate('f', facts));
+  if (byKey !== want) return `after the trap the document gives ${byKey}, want ${want}`;
+  doc.free();
+  return 'ok';
+}

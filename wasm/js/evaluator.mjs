@@ -239,11 +239,11 @@ class Evaluator {
    */
   loadDocument(doc) {
     const data = typeof doc === 'string' ? encoder.encode(doc)
-      : ArrayBuffer.isView(doc) ? doc : encoder.encode(JSON.stringify(doc));
+      : ArrayBuffer.isView(doc) ? new Uint8Array(doc.buffer, doc.byteOffset, doc.byteLength)
+        : encoder.encode(JSON.stringify(doc));
     const id = this._nextDoc++;
     const self = this;
-    const entry = { data };
-    this._docs.set(id, entry);
+    this._docs.set(id, { data });
     // Parse it now, so that an unreadable document fails here.
     this._handle(id);
     return {
@@ -275,15 +275,19 @@ class Evaluator {
   _handle(id) {
     const entry = this._docs.get(id);
     if (entry === undefined) throw new Error('the document was freed');
-    return this._call((x) => {
+    const h = this._call((x) => {
       let h = this._loaded.get(id);
       if (h === undefined) {
         h = x.mf_load(this._write(x, entry.data));
-        if (h === 0) throw new SyntaxError('the flag document is unreadable');
-        this._loaded.set(id, h);
+        if (h !== 0) this._loaded.set(id, h);
       }
       return h;
     });
+    if (h === 0) {
+      this._docs.delete(id);
+      throw new SyntaxError('the flag document is unreadable (evaluator.ParseDocument rejects it)');
+    }
+    return h;
   }
 
   _evalKey(id, key, facts) {
