@@ -100,8 +100,11 @@ type stateSource interface {
 type FlagDocuments struct {
 	cfg    FlagDocumentsConfig
 	logger *slog.Logger
-	engine *wasm.Engine
-	clock  func() time.Time
+	// engine is set, or engineErr, when engineReady closes; use eng().
+	engine      *wasm.Engine
+	engineErr   error
+	engineReady chan struct{}
+	clock       func() time.Time
 	// bucket records compile times shared by every process (nil: none).
 	bucket storage.Bucket
 
@@ -161,18 +164,28 @@ func NewFlagDocuments(ctx context.Context, cfg FlagDocumentsConfig, bucket stora
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	engine, err := wasm.New(ctx, cfg.Engine)
-	if err != nil {
-		return nil, fmt.Errorf("cannot start the evaluator for flag documents: %w", err)
-	}
 	d := &FlagDocuments{
-		cfg:     cfg,
-		logger:  logger.With("component", "flags"),
-		engine:  engine,
-		clock:   cfg.Clock,
-		bucket:  bucket,
-		checked: map[string]*catalog.ProjectFlags{},
+		cfg:         cfg,
+		logger:      logger.With("component", "flags"),
+		engineReady: make(chan struct{}),
+		clock:       cfg.Clock,
+		bucket:      bucket,
+		checked:     map[string]*catalog.ProjectFlags{},
 	}
+	// Compiling the WebAssembly module takes about a second; do it in the
+	// background so that the process is ready for batches at once. The
+	// first use of the evaluator waits for it.
+	go func() {
+		defer close(d.engineReady)
+		start := time.Now()
+		d.engine, d.engineErr = wasm.New(context.WithoutCancel(ctx), cfg.Engine)
+		if d.engineErr != nil {
+			d.engineErr = fmt.Errorf("cannot start the evaluator for flag documents: %w", d.engineErr)
+			d.logger.Error("flag documents: evaluator unavailable", "err", d.engineErr)
+			return
+		}
+		d.logger.Debug("flag documents: evaluator compiled", "took", time.Since(start).Round(time.Millisecond))
+	}()
 	if d.clock == nil {
 		d.clock = time.Now
 	}
@@ -216,10 +229,24 @@ func (d *FlagDocuments) Close(ctx context.Context) error {
 		close(stop)
 		<-done
 	}
+	<-d.engineReady
+	if d.engine == nil {
+		return nil
+	}
 	if err := d.engine.Close(ctx); err != nil {
 		return fmt.Errorf("cannot close the flag documents' evaluator: %w", err)
 	}
 	return nil
+}
+
+// eng returns the evaluator, waiting for its compilation to finish.
+func (d *FlagDocuments) eng(ctx context.Context) (*wasm.Engine, error) {
+	select {
+	case <-d.engineReady:
+		return d.engine, d.engineErr
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the evaluator for flag documents is still compiling: %w", ctx.Err())
+	}
 }
 
 // run recompiles on every change of the catalog until Close.

@@ -181,7 +181,11 @@ func (d *FlagDocuments) valuesEntries(ctx context.Context, pf *catalog.ProjectFl
 	for i, cf := range pf.Browser {
 		keys[i] = cf.Key
 	}
-	doc, err := d.engine.LoadDocument(ctx, browserDoc)
+	engine, err := d.eng(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := engine.LoadDocument(ctx, browserDoc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the browser document into the evaluator: %w", err)
 	}
