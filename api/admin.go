@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -25,6 +26,9 @@ type AdminConfig struct {
 	// experiment (the flag service owns the format). Errors wrapping
 	// ErrNotFound answer 404, ErrRefused 422. Nil: the endpoint answers 501.
 	IssuePreviewToken func(ctx context.Context, project, flag string) (token string, expires time.Time, err error)
+	// Reporting issues app tokens and keeps recent access; nil when this
+	// process runs no reporting API (those endpoints then answer 501).
+	Reporting *Reporting
 }
 
 // Errors that admin hooks wrap to choose the answer's status.
@@ -74,6 +78,10 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
+	g.Post("/users/:user/app-tokens", a.issueAppTokens)
+	g.Post("/app-tokens/refresh", a.refreshAppTokens)
+	g.Post("/app-tokens/revoke", a.revokeAppTokens)
+	g.Get("/users/:user/access", a.recentAccess)
 	app.Use(func(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such admin endpoint: " + c.Method() + " " + c.Path()})
 	})
@@ -219,4 +227,87 @@ func (a *Admin) previewToken(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"token": tok, "parameter": "svc-preview-token",
 		"expiresAt": exp.UTC().Format(time.RFC3339Nano)})
+}
+
+// hookError answers an error of a reporting hook by the sentinel it wraps.
+func (a *Admin) hookError(c *fiber.Ctx, err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": err.Error()})
+	case errors.Is(err, ErrRefused):
+		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": err.Error()})
+	}
+	a.logger.Error("admin: request failed", "path", c.Path(), "err", err)
+	return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"error": err.Error()})
+}
+
+func (a *Admin) noReporting(c *fiber.Ctx) error {
+	return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "app tokens and recent access live in a process that runs the reporting API"})
+}
+
+// issueAppTokens issues an OAuth-style access token (1 hour) and refresh
+// token (30 days) for an approved app acting as the user: body {"app": name}.
+func (a *Admin) issueAppTokens(c *fiber.Ctx) error {
+	if a.cfg.Reporting == nil {
+		return a.noReporting(c)
+	}
+	var body struct {
+		App string `json:"app"`
+	}
+	if err := json.Unmarshal(c.Body(), &body); err != nil {
+		return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "body must be JSON {\"app\": \"<name>\"}"})
+	}
+	t, err := a.cfg.Reporting.IssueAppTokens(c.UserContext(), c.Params("user"), body.App)
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(t)
+}
+
+type refreshBody struct {
+	RefreshToken string `json:"refreshToken"`
+}
+
+// refreshAppTokens renews an app's tokens with its refresh token (single
+// use): body {"refreshToken": token}.
+func (a *Admin) refreshAppTokens(c *fiber.Ctx) error {
+	if a.cfg.Reporting == nil {
+		return a.noReporting(c)
+	}
+	var body refreshBody
+	if err := json.Unmarshal(c.Body(), &body); err != nil || body.RefreshToken == "" {
+		return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "body must be JSON {\"refreshToken\": \"<token>\"}"})
+	}
+	t, err := a.cfg.Reporting.RefreshAppTokens(c.UserContext(), body.RefreshToken)
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.JSON(t)
+}
+
+// revokeAppTokens revokes a refresh token: body {"refreshToken": token}.
+func (a *Admin) revokeAppTokens(c *fiber.Ctx) error {
+	if a.cfg.Reporting == nil {
+		return a.noReporting(c)
+	}
+	var body refreshBody
+	if err := json.Unmarshal(c.Body(), &body); err != nil || body.RefreshToken == "" {
+		return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "body must be JSON {\"refreshToken\": \"<token>\"}"})
+	}
+	if err := a.cfg.Reporting.RevokeAppRefreshToken(c.UserContext(), body.RefreshToken); err != nil {
+		return a.hookError(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// recentAccess lists a user's recent reporting API calls.
+func (a *Admin) recentAccess(c *fiber.Ctx) error {
+	if a.cfg.Reporting == nil {
+		return a.noReporting(c)
+	}
+	recs, err := a.cfg.Reporting.RecentAccess(c.UserContext(), c.Params("user"))
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.JSON(fiber.Map{"access": recs})
 }

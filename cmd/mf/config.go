@@ -40,6 +40,7 @@ type config struct {
 	Fsync          string // --fsync, MF_FSYNC: "always" makes a 202 survive power loss
 	LogLevel       string // --log-level, MF_LOG_LEVEL
 	LogFormat      string // --log-format, MF_LOG_FORMAT: "text" or "json"
+	APIPublicURL   string // --api-public-url, MF_API_PUBLIC_URL: the reporting API's base as clients reach it (links)
 	RateLimitScale string // --rate-limit-scale, MF_RATE_LIMIT_SCALE: multiplies every /v1 rate budget (load tests)
 }
 
@@ -77,6 +78,7 @@ func (c *config) specs() []flagSpec {
 		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss)`, &c.Fsync},
 		{"log-level", "MF_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel},
 		{"log-format", "MF_LOG_FORMAT", "text or json", &c.LogFormat},
+		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL},
 		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale},
 	}
 }

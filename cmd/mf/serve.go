@@ -71,15 +71,16 @@ type service struct {
 	logger *slog.Logger
 	stdout io.Writer
 
-	ready    atomic.Bool
-	bucket   storage.Bucket
-	log      *eventlog.Log
-	cat      *catalog.Catalog
-	flags    *ingest.FlagDocuments
-	ingest   *ingest.Server
-	servers  []*httpServer
-	closers  []func() error // in the order they must run at shutdown
-	provData []byte
+	ready     atomic.Bool
+	bucket    storage.Bucket
+	log       *eventlog.Log
+	cat       *catalog.Catalog
+	flags     *ingest.FlagDocuments
+	reporting *api.Reporting
+	ingest    *ingest.Server
+	servers   []*httpServer
+	closers   []func() error // in the order they must run at shutdown
+	provData  []byte
 }
 
 // httpServer is one listener with its Fiber app.
@@ -194,6 +195,16 @@ func (s *service) open(ctx context.Context) error {
 		s.logger.Info("provisioning file applied", "file", s.cfg.Provision, "changes", len(res.Changes), "version", res.Version)
 	}
 
+	if s.roles.has(roleAPI) {
+		rcfg := api.DefaultReportingConfig()
+		rcfg.PublicURL = s.cfg.APIPublicURL
+		rep, err := api.NewReporting(ctx, rcfg, api.ReportingDeps{Catalog: cat, Bucket: b}, s.ready.Load, s.logger)
+		if err != nil {
+			return fmt.Errorf("cannot start the reporting API: %w", err)
+		}
+		s.reporting = rep
+	}
+
 	if s.roles.has(roleIngest) {
 		icfg := ingest.DefaultConfig()
 		tp, _ := s.cfg.trustedProxies()
@@ -241,10 +252,11 @@ func (s *service) serveHTTP() error {
 		case "ingest":
 			app = s.ingest.App()
 		case "api":
-			app = api.NewReporting(api.ReportingConfig{}, s.ready.Load, s.logger)
+			app = s.reporting.App()
 		case "admin":
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
+			acfg.Reporting = s.reporting
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {
@@ -298,6 +310,11 @@ func (s *service) shutdown() error {
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.reporting != nil {
+		if err := s.reporting.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
