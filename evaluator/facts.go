@@ -2,13 +2,17 @@ package evaluator
 
 // Facts are what a flag is evaluated against: the anonymous id, the user
 // id, properties and segment membership. Facts are immutable and safe for
-// concurrent use; the zero Facts (or nil) are empty facts.
+// concurrent use; the zero Facts (or nil) are empty facts. The exception is
+// a Facts that ParseFactsInto or ParseFactsBinaryInto fills: it changes on
+// each such call (see there).
 type Facts struct {
 	id, userID           string
 	idState, userIDState idState
 	props                *value // an object, or nil
 	seg                  segState
 	segIn, segUnavail    []string
+
+	mem factsMem // memory reused by the ...Into parsers
 }
 
 type segState uint8
@@ -42,18 +46,62 @@ func ParseFacts(data []byte) (*Facts, error) {
 // nor null.
 func compileFacts(v *value) (*Facts, bool) {
 	fa := &Facts{}
-	if v.kind == kindNull {
-		return fa, true
-	}
-	if v.kind != kindObject {
+	if _, ok := fa.fill(v, nil); !ok {
 		return nil, false
 	}
-	fa.id, fa.idState = readID(v.member("id"))
-	fa.userID, fa.userIDState = readID(v.member("userId"))
-	if p := v.get("properties"); p != nil && p.kind == kindObject {
-		fa.props = p
+	return fa, true
+}
+
+// fill sets fa from v, leaving fa.mem alone. The segment lists are
+// appended to strs, which fill returns. It fails when v is neither an
+// object nor null.
+func (fa *Facts) fill(v *value, strs []string) ([]string, bool) {
+	fa.id, fa.userID = "", ""
+	fa.idState, fa.userIDState = idAbsent, idAbsent
+	fa.props, fa.seg, fa.segIn, fa.segUnavail = nil, segAbsent, nil, nil
+	if v.kind == kindNull {
+		return strs, true
 	}
-	if s := v.get("segments"); s != nil {
+	if v.kind != kindObject {
+		return strs, false
+	}
+	// The members, the last one of each name (as member finds them), in
+	// one pass.
+	var id, userID, props, seg *value
+	for i := len(v.elems) - 2; i >= 0; i -= 2 {
+		m := &v.elems[i+1]
+		switch v.elems[i].str {
+		case "id":
+			if id == nil {
+				id = m
+			}
+		case "userId":
+			if userID == nil {
+				userID = m
+			}
+		case "properties":
+			if props == nil {
+				props = m
+			}
+		case "segments":
+			if seg == nil {
+				seg = m
+			}
+		}
+	}
+	return fa.setMembers(id, userID, props, seg, strs), true
+}
+
+// setMembers sets fa from the values of the members id, userId,
+// properties and segments (nil: absent), which fill has emptied. props is
+// kept; the segment lists are appended to strs, which it returns.
+func (fa *Facts) setMembers(id, userID, props, seg *value, strs []string) []string {
+	fa.id, fa.idState = readID(id)
+	fa.userID, fa.userIDState = readID(userID)
+	if props != nil && props.kind == kindObject {
+		fa.props = props
+	}
+	if s := seg; s != nil && s.kind != kindNull {
 		switch {
 		case s.kind == kindString && s.str == "pending":
 			fa.seg = segPending
@@ -61,11 +109,15 @@ func compileFacts(v *value) (*Facts, bool) {
 			fa.seg = segUnavailable
 		case s.kind == kindObject:
 			fa.seg = segObject
-			fa.segIn = stringsOf(s.get("in"))
-			fa.segUnavail = stringsOf(s.get("unavailable"))
+			n := len(strs)
+			strs = appendStrings(strs, s.get("in"))
+			fa.segIn = strs[n:len(strs):len(strs)]
+			n = len(strs)
+			strs = appendStrings(strs, s.get("unavailable"))
+			fa.segUnavail = strs[n:len(strs):len(strs)]
 		}
 	}
-	return fa, true
+	return strs
 }
 
 func readID(v *value) (string, idState) {
@@ -78,13 +130,12 @@ func readID(v *value) (string, idState) {
 	return v.str, checkID(v.str)
 }
 
-// stringsOf returns the strings of a list, ignoring other elements; a
+// appendStrings appends the strings of a list, ignoring other elements; a
 // value that is not a list gives none.
-func stringsOf(v *value) []string {
+func appendStrings(out []string, v *value) []string {
 	if v == nil || v.kind != kindList {
-		return nil
+		return out
 	}
-	var out []string
 	for i := range v.elems {
 		if v.elems[i].kind == kindString {
 			out = append(out, v.elems[i].str)

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -174,4 +175,146 @@ func reportRatio(b *testing.B, nativeNs float64) {
 	own := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(nativeNs, "native-ns/op")
 	b.ReportMetric(own/nativeNs, "wazero/native")
+}
+
+// freshFacts returns n distinct facts for the typical flag (ids, plans and
+// ages vary), as JSON and in binary form.
+func freshFacts(b *testing.B, n int) (js, bin [][]byte) {
+	plans := []string{"pro", "free", "team"}
+	for i := range n {
+		j := fmt.Appendf(nil, `{"id":"visitor-%04d","userId":"user-%d","properties":{"plan":%q,"country":"DE","beta":%t,"age":%d}}`,
+			i, i%7, plans[i%3], i%2 == 0, 18+i%50)
+		bb, err := evaluator.AppendFactsBinary(nil, j)
+		if err != nil {
+			b.Fatal(err)
+		}
+		js, bin = append(js, j), append(bin, bb)
+	}
+	return js, bin
+}
+
+// BenchmarkWazeroFreshFacts: Document.EvaluateFacts through the pool, the
+// document preloaded and the facts in binary form, different on every call
+// (64 fact sets in turn), so that every call reads new facts: the server
+// evaluating a flag for each request. "json" is Document.Evaluate with the
+// same facts as JSON. Each reports the ratio to native evaluation reading
+// the same facts the same way (into a reused evaluator.Facts), measured in
+// the same run.
+func BenchmarkWazeroFreshFacts(b *testing.B) {
+	ctx := context.Background()
+	doc, _ := typicalDocument(b)
+	flag, _ := typicalCaseParsed(b)
+	js, bin := freshFacts(b, 64)
+	for _, c := range []struct {
+		name   string
+		facts  [][]byte
+		eval   func(context.Context, string, []byte) (evaluator.Result, error)
+		native func(*evaluator.Facts, []byte) error
+	}{
+		{"binary", bin, doc.EvaluateFacts, evaluator.ParseFactsBinaryInto},
+		{"json", js, doc.Evaluate, evaluator.ParseFactsInto},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var fa evaluator.Facts
+			for i, f := range c.facts { // the results agree with native
+				if err := c.native(&fa, f); err != nil {
+					b.Fatal(err)
+				}
+				r, err := c.eval(ctx, "typical", f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got, want := evaluator.AppendResult(nil, r), evaluator.AppendResult(nil, flag.Evaluate(&fa)); string(got) != string(want) {
+					b.Fatalf("facts %d: wazero gives %s, native %s", i, got, want)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := c.eval(ctx, "typical", c.facts[i%len(c.facts)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			reportRatio(b, nativeNsPerOp(b.N*10, func(i int) {
+				_ = c.native(&fa, c.facts[i%len(c.facts)])
+				flag.Evaluate(&fa)
+			}))
+		})
+	}
+}
+
+// TestCorpusBinaryFacts is TestCorpusAsDocuments with the facts in binary
+// form (evaluator.AppendFactsBinary of the case's facts) through
+// EvaluateFacts: results must equal the corpus. It lives beside the
+// benchmark of that path. It also checks EvaluateAllFacts and that facts
+// the guest refuses give ErrFacts.
+func TestCorpusBinaryFacts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := sharedEngine(t)
+	failed, n := 0, 0
+	var bin []byte
+	for _, c := range loadCorpus(t) {
+		line, _ := c.input()
+		if _, _, err := evaluator.ParseCase(line); err != nil {
+			continue
+		}
+		flag, facts, ok := caseParts(line)
+		if !ok {
+			t.Fatalf("%s: the evaluator reads the line but encoding/json does not", c.Name)
+		}
+		n++
+		doc, err := e.LoadDocument(ctx, []byte(`{"v":1,"flags":{"f":`+string(flag)+`}}`))
+		if err != nil {
+			t.Fatalf("%s: cannot load the flag as a document: %v", c.Name, err)
+		}
+		if bin, err = evaluator.AppendFactsBinary(bin[:0], orNull(facts)); err != nil {
+			t.Fatalf("%s: AppendFactsBinary(%s): %v", c.Name, facts, err)
+		}
+		r, err := doc.EvaluateFacts(ctx, "f", bin)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if got := string(evaluator.AppendResult(nil, r)); got != c.Want {
+			failed++
+			if failed <= 20 {
+				t.Errorf("%s\n in:     %s\n wazero: %s\n want:   %s", c.Name, line, got, c.Want)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d differ", failed, n)
+	}
+	if n < 10000 {
+		t.Errorf("only %d corpus cases have a document form, want at least 10,000", n)
+	}
+
+	doc, js := typicalDocumentT(t)
+	bin, err := evaluator.AppendFactsBinary(nil, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := doc.EvaluateAllFacts(ctx, nil, []string{"typical", "typical"}, bin)
+	want, err2 := doc.Evaluate(ctx, "typical", js)
+	if err != nil || err2 != nil || len(rs) != 2 || string(evaluator.AppendResult(nil, rs[1])) != string(evaluator.AppendResult(nil, want)) {
+		t.Errorf("EvaluateAllFacts gives %v, %v; Evaluate %v, %v", rs, err, want, err2)
+	}
+	for _, bad := range [][]byte{{9}, append(bin[:len(bin):len(bin)], 0), {evaluator.FactsBinaryVersion, 0, 4, 1, 0xff}} {
+		if _, err := doc.EvaluateFacts(ctx, "typical", bad); !errors.Is(err, ErrFacts) {
+			t.Errorf("EvaluateFacts(%x) gives %v, want ErrFacts", bad, err)
+		}
+	}
+	if r, err := doc.EvaluateFacts(ctx, "typical", nil); err != nil || r.Reason != evaluator.ReasonDefault {
+		t.Errorf("EvaluateFacts with no facts gives %+v, %v; want the default (empty facts)", r, err)
+	}
+}
+
+func typicalDocumentT(t *testing.T) (*Document, []byte) {
+	flag, facts := typicalCase(t)
+	doc, err := sharedEngine(t).LoadDocument(context.Background(), []byte(`{"v":1,"flags":{"typical":`+string(flag)+`}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, facts
 }

@@ -240,13 +240,24 @@ func (in *instance) document(ctx context.Context, d *Document) (uint32, error) {
 	return uint32(h), nil
 }
 
-// eval evaluates flag key of loaded document h against JSON facts.
-func (in *instance) eval(ctx context.Context, h uint32, key string, facts []byte) (evaluator.Result, error) {
+// Bits of mf_eval's mode (wasm/guest).
+const (
+	modeJSONResult  = 1
+	modeBinaryFacts = 2
+)
+
+// eval evaluates flag key of loaded document h against facts, JSON or
+// (binary) in binary form.
+func (in *instance) eval(ctx context.Context, h uint32, key string, facts []byte, binary bool) (evaluator.Result, error) {
 	n, err := in.write(ctx, key, facts)
 	if err != nil {
 		return evaluator.Result{}, err
 	}
-	in.stack[0], in.stack[1], in.stack[2], in.stack[3] = uint64(h), uint64(len(key)), uint64(n)-uint64(len(key)), 0
+	var mode uint64
+	if binary {
+		mode = modeBinaryFacts
+	}
+	in.stack[0], in.stack[1], in.stack[2], in.stack[3] = uint64(h), uint64(len(key)), uint64(n)-uint64(len(key)), mode
 	packed, err := in.call(ctx, "mf_eval", in.fEval)
 	if err != nil {
 		return evaluator.Result{}, err

@@ -26,6 +26,16 @@ import (
 // only keeps a confused host from asking for the whole address space.
 const maxInput = 1 << 28
 
+// Bits of mf_eval's mode.
+const (
+	modeJSONResult  = 1 // answer the result line rather than the binary result
+	modeBinaryFacts = 2 // the facts are in binary form (evaluator.ParseFactsBinary)
+)
+
+// yieldEvery is how many fresh facts may be parsed between two yields to
+// the runtime (see parseFacts).
+const yieldEvery = 64
+
 // Status bytes that open a binary result (mf_eval).
 const (
 	statusOK       = 0 // a result follows
@@ -42,11 +52,15 @@ var (
 	docs   = map[uint32]*evaluator.Document{} // loaded documents by handle
 	handle uint32                             // last handle given out
 
-	// The facts of the last mf_eval call, as sent and as parsed (nil when
-	// unreadable); see parseFacts.
+	// The facts of the last mf_eval call, as sent (and in which form) and
+	// as parsed, into memory reused from call to call; see parseFacts.
 	lastFacts    []byte
-	lastParsed   *evaluator.Facts
+	lastBinary   bool
+	lastFactsOK  bool
 	lastFactsSet bool
+	facts        evaluator.Facts
+	// Fresh parses since the runtime last ran (see parseFacts).
+	parsesSinceYield int
 
 	// The flag of the last mf_eval call; see lookupFlag.
 	lastFlag    *evaluator.Flag
@@ -162,10 +176,11 @@ func mfFree(h uint32) {
 // mfEval evaluates the flag named by input[:keyLen] of document h against the
 // facts in input[keyLen:keyLen+factsLen] and returns address<<32 | length
 // of the answer: a status byte, then when it is statusOK the result, as the
-// binary encoding (asJSON 0) or as the result line (asJSON 1).
+// binary encoding or (mode bit modeJSONResult) as the result line. The
+// facts are JSON, or (mode bit modeBinaryFacts) in binary form.
 //
 //go:wasmexport mf_eval
-func mfEval(h, keyLen, factsLen, asJSON uint32) uint64 {
+func mfEval(h, keyLen, factsLen, mode uint32) uint64 {
 	output = output[:0]
 	if uint64(keyLen)+uint64(factsLen) > uint64(len(input)) {
 		output = append(output, statusBadFacts)
@@ -181,13 +196,13 @@ func mfEval(h, keyLen, factsLen, asJSON uint32) uint64 {
 		output = append(output, statusNoFlag)
 		return pack(output)
 	}
-	facts, ok := parseFacts(input[keyLen : keyLen+factsLen])
+	fa, ok := parseFacts(input[keyLen:keyLen+factsLen], mode&modeBinaryFacts != 0)
 	if !ok {
 		output = append(output, statusBadFacts)
 		return pack(output)
 	}
-	r := flag.Evaluate(facts)
-	if asJSON != 0 {
+	r := flag.Evaluate(fa)
+	if mode&modeJSONResult != 0 {
 		output = evaluator.AppendResult(append(output, statusOK), r)
 	} else {
 		output = appendBinary(output, r)
@@ -210,20 +225,33 @@ func lookupFlag(h uint32, doc *evaluator.Document, key []byte) (*evaluator.Flag,
 }
 
 // parseFacts parses facts, or returns the facts of the previous call when
-// the bytes are the same: hosts evaluate several flags for one set of facts
-// in a row, and parsing (allocating) is most of the cost of a call. Facts
-// are immutable, so sharing them is safe.
-func parseFacts(b []byte) (*evaluator.Facts, bool) {
-	if lastFactsSet && string(b) == string(lastFacts) {
-		return lastParsed, lastParsed != nil
+// the bytes (and their form) are the same: hosts evaluate several flags for
+// one set of facts in a row. Facts are read into the same evaluator.Facts
+// every time, reusing its memory, so that reading new facts allocates
+// nothing once that memory has grown to the size of the facts: allocating,
+// and the collections it causes, is most of the cost of a parse in
+// WebAssembly.
+func parseFacts(b []byte, binary bool) (*evaluator.Facts, bool) {
+	if lastFactsSet && binary == lastBinary && string(b) == string(lastFacts) {
+		return &facts, lastFactsOK
 	}
-	fa, err := evaluator.ParseFacts(b)
-	letRuntimeRun()
-	if err != nil {
-		fa = nil
+	var err error
+	if binary {
+		err = evaluator.ParseFactsBinaryInto(&facts, b)
+	} else {
+		err = evaluator.ParseFactsInto(&facts, b)
 	}
-	lastFacts, lastParsed, lastFactsSet = append(lastFacts[:0], b...), fa, true
-	return fa, fa != nil
+	lastFacts, lastBinary, lastFactsOK, lastFactsSet = append(lastFacts[:0], b...), binary, err == nil, true
+	// A parse allocates only while its memory grows, for strings with
+	// escapes, and on errors; the runtime is let run after errors and every
+	// yieldEvery parses, which bounds the allocation between two yields
+	// without paying for a yield on every call.
+	parsesSinceYield++
+	if err != nil || parsesSinceYield >= yieldEvery {
+		parsesSinceYield = 0
+		letRuntimeRun()
+	}
+	return &facts, err == nil
 }
 
 // appendBinary appends the binary result encoding of docs/wasm.md:
@@ -255,8 +283,8 @@ func appendBinary(dst []byte, r evaluator.Result) []byte {
 // assists them, and a collection that assists alone cannot finish (the
 // runtime limits assists by time) leaves the heap growing until the
 // instance runs out of memory. Called after the calls that allocate; the
-// evaluation of a loaded flag for the previous facts allocates nothing and
-// skips it.
+// evaluation of a loaded flag allocates nothing in steady state and calls
+// it only now and then (see parseFacts).
 func letRuntimeRun() {
 	runtime.Gosched()
 }
