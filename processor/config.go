@@ -1,0 +1,157 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mfhq/mf/rollups"
+)
+
+// Errors of the package.
+var (
+	// ErrMoved: a project's manifest no longer holds the checkpoint this
+	// processor committed last (another processor or a replay committed
+	// meanwhile). The processor rebuilds the project's state from the
+	// tables and applies its pending batches again.
+	ErrMoved = errors.New("the project's tables moved on since this processor last committed")
+	// ErrNoProject: replay of a project that has no tables.
+	ErrNoProject = errors.New("project has no tables")
+	// ErrReplayRace: replay lost the race against the live processor more
+	// often than ReplayOptions.Attempts allows.
+	ErrReplayRace = errors.New("replay could not catch up with the live tables")
+)
+
+// Config configures a Processor. Start from DefaultConfig.
+type Config struct {
+	// Topic is the log topic of accepted batches (eventlog.TopicBatches).
+	Topic string
+	// Checkpoint names the processor's checkpoint in each project's
+	// manifest.
+	Checkpoint string
+	// FlushInterval is how long an applied batch may wait before its facts
+	// are committed while the processor keeps up with the log: the main
+	// part of the freshness of the tables.
+	FlushInterval time.Duration
+	// BacklogFlushInterval replaces FlushInterval while the processor
+	// works through a backlog (more than BacklogMessages messages behind),
+	// so that busy partitions are rewritten less often.
+	BacklogFlushInterval time.Duration
+	// BacklogMessages is how many messages still to deliver count as a
+	// backlog; BacklogLag how old a delivered message must be.
+	BacklogMessages uint64
+	BacklogLag      time.Duration
+	// CommitPace spaces a project's commits by this many times the
+	// duration of its last commit (at least FlushInterval): commits rewrite
+	// whole partitions, and under load this bounds the share of time they
+	// take.
+	CommitPace float64
+	// MaxPendingEvents commits a project as soon as this many events wait,
+	// whatever the interval.
+	MaxPendingEvents int
+	// VisitTimeout ends a visit without sessionId (30 minutes).
+	VisitTimeout time.Duration
+	// LateWindow is how far behind the time its batch was received an
+	// event can be (ingest replaces older times): 30 days, plus a margin.
+	// Days older than the newest batch received minus LateWindow are final
+	// and leave memory.
+	LateWindow time.Duration
+	// WatermarkKey is the object in the bucket where the processor keeps
+	// the log position below which every batch is committed, so a restart
+	// re-reads the batches it had acknowledged but not yet committed.
+	WatermarkKey string
+	// WatermarkInterval is how often the watermark is written at most.
+	WatermarkInterval time.Duration
+	// StartWait is how long the start waits for the first delivery to
+	// learn where the consumer group stands, before it reads the log up to
+	// its end instead.
+	StartWait time.Duration
+	// CommitTimeout bounds one commit (writes and manifest update).
+	CommitTimeout time.Duration
+	// RetryBackoff is the first wait after a failed commit; it doubles up
+	// to a minute.
+	RetryBackoff time.Duration
+	// CompactInterval is how often a project's small data files (the rows
+	// added commit by commit) are merged (rollups Store.Compact), at
+	// most; CollectInterval how often files no manifest needs any more are
+	// deleted (Store.Collect). Both run in the background after a commit.
+	CompactInterval time.Duration
+	CollectInterval time.Duration
+	// Tables are the table definitions (Tables()).
+	Tables map[string]*rollups.Table
+}
+
+// DefaultConfig returns the defaults: topic "batches", checkpoint
+// "processor", commits every 500ms (15s in a backlog of more than 10,000
+// messages or 10 seconds, or at 500,000 waiting events; and at most a
+// third of the time spent committing), 30-minute visits, a late window of
+// 31 days, the watermark in processor/watermark.json.
+func DefaultConfig() Config {
+	return Config{
+		Topic:                "batches",
+		Checkpoint:           "processor",
+		FlushInterval:        500 * time.Millisecond,
+		BacklogFlushInterval: 15 * time.Second,
+		BacklogMessages:      10_000,
+		BacklogLag:           10 * time.Second,
+		CommitPace:           2,
+		MaxPendingEvents:     500_000,
+		VisitTimeout:         30 * time.Minute,
+		LateWindow:           31 * 24 * time.Hour,
+		WatermarkKey:         "processor/watermark.json",
+		WatermarkInterval:    2 * time.Second,
+		StartWait:            time.Second,
+		CommitTimeout:        2 * time.Minute,
+		RetryBackoff:         time.Second,
+		CompactInterval:      time.Minute,
+		CollectInterval:      10 * time.Minute,
+		Tables:               Tables(),
+	}
+}
+
+// Validate reports what in c is unusable, and how to fix it.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Topic == "" {
+		errs = append(errs, errors.New("Topic is empty; use eventlog.TopicBatches"))
+	}
+	if c.Checkpoint == "" {
+		errs = append(errs, errors.New(`Checkpoint is empty; use "processor"`))
+	}
+	if c.FlushInterval <= 0 || c.BacklogFlushInterval < c.FlushInterval {
+		errs = append(errs, fmt.Errorf("FlushInterval %v must be positive and BacklogFlushInterval %v at least as long", c.FlushInterval, c.BacklogFlushInterval))
+	}
+	if c.BacklogLag <= 0 || c.CommitPace < 0 {
+		errs = append(errs, fmt.Errorf("BacklogLag %v must be positive and CommitPace %v not negative", c.BacklogLag, c.CommitPace))
+	}
+	if c.MaxPendingEvents < 1 {
+		errs = append(errs, fmt.Errorf("MaxPendingEvents %d must be at least 1 (default 500,000)", c.MaxPendingEvents))
+	}
+	if c.VisitTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("VisitTimeout %v must be positive (30m)", c.VisitTimeout))
+	}
+	if c.LateWindow < 30*24*time.Hour+c.VisitTimeout {
+		errs = append(errs, fmt.Errorf("LateWindow %v must cover ingest's 30 days and a visit timeout (default 31 days)", c.LateWindow))
+	}
+	if c.WatermarkKey == "" {
+		errs = append(errs, errors.New(`WatermarkKey is empty; use "processor/watermark.json"`))
+	}
+	if c.WatermarkInterval <= 0 || c.StartWait <= 0 || c.CommitTimeout <= 0 || c.RetryBackoff <= 0 ||
+		c.CompactInterval <= 0 || c.CollectInterval <= 0 {
+		errs = append(errs, errors.New("WatermarkInterval, StartWait, CommitTimeout, RetryBackoff, CompactInterval and CollectInterval must be positive"))
+	}
+	for _, name := range []string{TableEvents, TableVisits, TableConversions, TablePeople, TableIdentities, TableMembers, TableSegments} {
+		t := c.Tables[name]
+		if t == nil {
+			errs = append(errs, fmt.Errorf("Tables lacks table %q; start from Tables()", name))
+			continue
+		}
+		if err := t.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid processor config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,344 @@
+package processor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/storage/catalog"
+	"github.com/mfhq/mf/storage/records"
+)
+
+var update = flag.Bool("update", false, "rewrite the want.json files of testdata/golden")
+
+// goldenCase is one directory of testdata/golden: project.json (time zone,
+// reporting currency, actions, segments), input.jsonl (one records.Batch
+// per line, in log order) and want.json (the facts expected).
+type goldenCase struct {
+	name    string
+	dir     string
+	project goldenProject
+	batches []*records.Batch
+}
+
+type goldenProject struct {
+	ID                string             `json:"id"`
+	Timezone          string             `json:"timezone"`
+	ReportingCurrency string             `json:"reportingCurrency"`
+	Actions           []*catalog.Action  `json:"actions"`
+	Segments          []*catalog.Segment `json:"segments"`
+	// Flags are provisioned as they are (experiment filters name them).
+	Flags json.RawMessage `json:"flags,omitempty"`
+}
+
+func loadGoldenCases(t testing.TB) []*goldenCase {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("testdata", "golden", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*goldenCase
+	for _, dir := range dirs {
+		c := &goldenCase{name: filepath.Base(dir), dir: dir}
+		data, err := os.ReadFile(filepath.Join(dir, "project.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		if err := d.Decode(&c.project); err != nil {
+			t.Fatalf("%s/project.json: %v", dir, err)
+		}
+		c.batches = readBatches(t, filepath.Join(dir, "input.jsonl"))
+		out = append(out, c)
+	}
+	if len(out) < 8 {
+		t.Fatalf("only %d golden cases found", len(out))
+	}
+	return out
+}
+
+// readBatches reads JSON lines of records.Batch.
+func readBatches(t testing.TB, path string) []*records.Batch {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []*records.Batch
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var b records.Batch
+		if err := json.Unmarshal(sc.Bytes(), &b); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// Go through the log encoding, as the processor does.
+		enc, err := records.Encode(&b)
+		if err != nil {
+			t.Fatalf("%s: batch %s: %v", path, b.ID, err)
+		}
+		dec, err := records.Decode(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, dec)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (c *goldenCase) engine(t testing.TB) *facts.Engine {
+	t.Helper()
+	loc, err := time.LoadLocation(c.project.Timezone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := channels.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := facts.New(facts.Config{
+		Project:           c.project.ID,
+		Location:          loc,
+		ReportingCurrency: c.project.ReportingCurrency,
+		Actions:           c.project.Actions,
+		Segments:          c.project.Segments,
+		Classifier:        cl,
+		VisitTimeout:      30 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// partitions accumulates the partitions that successive Flushes return,
+// the latest version of each, as a table store would hold them.
+type partitions map[string]any
+
+func (p partitions) apply(ch *facts.Changes) {
+	for d, rows := range ch.EventDays {
+		if ch.EventAppend[d] {
+			p.add("events/"+facts.DayName(d), rows)
+			p.add("conversions/"+facts.DayName(d), ch.ConversionDays[d])
+			continue
+		}
+		p.set("events/"+facts.DayName(d), rows)
+	}
+	for d, rows := range ch.ConversionDays {
+		if !ch.EventAppend[d] {
+			p.set("conversions/"+facts.DayName(d), rows)
+		}
+	}
+	for d, rows := range ch.VisitDays {
+		p.set("visits/"+facts.DayName(d), rows)
+	}
+	for b, rows := range ch.People {
+		p.set("people/"+facts.BucketName(b), rows)
+	}
+	for b, rows := range ch.Identities {
+		p.set("identities/"+facts.BucketName(b), rows)
+	}
+	for b, rows := range ch.Members {
+		p.set("members/"+facts.BucketName(b), rows)
+	}
+}
+
+// set replaces a partition's rows; rows are kept as sorted JSON lines, so
+// that rows added in several files compare with rows written at once.
+func (p partitions) set(k string, rows any) {
+	delete(p, k)
+	p.add(k, rows)
+}
+
+// add adds rows to a partition.
+func (p partitions) add(k string, rows any) {
+	b, _ := json.Marshal(rows)
+	var list []json.RawMessage
+	_ = json.Unmarshal(b, &list)
+	if len(list) == 0 {
+		return
+	}
+	var lines []string
+	if old, ok := p[k].([]string); ok {
+		lines = old
+	}
+	for _, r := range list {
+		lines = append(lines, string(r))
+	}
+	slices.Sort(lines)
+	p[k] = lines
+}
+
+// dump is a canonical text of all partitions, for comparing runs.
+func (p partitions) dump() string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s\n%s\n", k, strings.Join(p[k].([]string), "\n"))
+	}
+	return b.String()
+}
+
+func allPartitions(e *facts.Engine) partitions {
+	p := partitions{}
+	p.apply(e.All())
+	return p
+}
+
+// TestGolden runs every case of testdata/golden: in log order with a
+// flush after each batch, then in shuffled orders, split into single
+// events, with random flush points, and across a restart from the
+// tables; every run must give the same tables, and the facts must be
+// those of want.json.
+func TestGolden(t *testing.T) {
+	for _, c := range loadGoldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			// In log order, one flush per batch.
+			e := c.engine(t)
+			flushed := partitions{}
+			for _, b := range c.batches {
+				e.AddBatch(b)
+				flushed.apply(e.Flush())
+			}
+			want := allPartitions(e)
+			if got := flushed.dump(); got != want.dump() {
+				t.Fatalf("the partitions written flush by flush differ from the final state:\n%s", diffText(got, want.dump()))
+			}
+			view := goldenViewOf(t, c, e)
+			checkGolden(t, filepath.Join(c.dir, "want.json"), view)
+
+			// Shuffled single events, random flushes.
+			singles := explode(c.batches)
+			for seed := uint64(1); seed <= 6; seed++ {
+				r := rand.New(rand.NewPCG(seed, 0x5eed))
+				order := slices.Clone(singles)
+				r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+				e := c.engine(t)
+				flushed := partitions{}
+				for _, b := range order {
+					e.AddBatch(b)
+					if r.IntN(3) == 0 {
+						flushed.apply(e.Flush())
+					}
+				}
+				flushed.apply(e.Flush())
+				if got := flushed.dump(); got != want.dump() {
+					t.Fatalf("seed %d: a shuffled run gives other tables:\n%s", seed, diffText(got, want.dump()))
+				}
+			}
+
+			// A restart half way: a new engine rebuilt from the events
+			// table, then the rest of the batches (and the first half once
+			// more, as a redelivery).
+			half := len(c.batches) / 2
+			e1 := c.engine(t)
+			for _, b := range c.batches[:half] {
+				e1.AddBatch(b)
+			}
+			stored := partitions{}
+			stored.apply(e1.Flush())
+			e2 := rebuild(t, c, e1.All())
+			for _, b := range c.batches {
+				e2.AddBatch(b)
+			}
+			stored.apply(e2.Flush())
+			if got := stored.dump(); got != want.dump() {
+				t.Fatalf("a run across a restart gives other tables:\n%s", diffText(got, want.dump()))
+			}
+		})
+	}
+}
+
+// rebuild makes a new engine from the events table rows, as the processor
+// does after a restart.
+func rebuild(t testing.TB, c *goldenCase, all *facts.Changes) *facts.Engine {
+	e := c.engine(t)
+	days := make([]int32, 0, len(all.EventDays))
+	for d := range all.EventDays {
+		days = append(days, d)
+	}
+	slices.Sort(days)
+	for _, d := range days {
+		for _, r := range all.EventDays[d] {
+			ev := *r.Event
+			ev.Client = e.Client(*r.Client)
+			if !e.Add(ev) {
+				t.Fatalf("event %s of the events table was not added again", ev.ID)
+			}
+		}
+	}
+	e.Settle()
+	return e
+}
+
+// explode splits batches into one batch per event.
+func explode(bs []*records.Batch) []*records.Batch {
+	var out []*records.Batch
+	for _, b := range bs {
+		for _, ev := range b.Events {
+			nb := *b
+			nb.Events = []records.Event{ev}
+			out = append(out, &nb)
+		}
+		// A redelivery of the whole batch.
+		out = append(out, b)
+	}
+	return out
+}
+
+func diffText(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n got: %.600s\nwant: %.600s", i+1, a, b)
+		}
+	}
+	return "(no difference found)"
+}
+
+func checkGolden(t *testing.T, path string, view []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, view, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to write it, then review it)", err)
+	}
+	if !bytes.Equal(view, want) {
+		t.Fatalf("facts differ from %s:\n%s", path, diffText(string(view), string(want)))
+	}
+}

@@ -1,0 +1,396 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/catalog"
+	"github.com/mfhq/mf/storage/eventlog"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// testLogger writes debug lines to stderr when MF_TEST_LOG=1.
+func testLogger() *slog.Logger {
+	if os.Getenv("MF_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// env is a real embedded log with the catalog on it and a real local
+// object store with the rollups store and reader.
+type env struct {
+	t      testing.TB
+	dir    string
+	log    *eventlog.Log
+	cat    *catalog.Catalog
+	bucket storage.Bucket
+	store  *rollups.Store
+	reader *rollups.Reader
+}
+
+// newEnv opens an environment in dir (a new temporary directory when "").
+func newEnv(t testing.TB, dir string) *env {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logger := testLogger()
+	lcfg := eventlog.DefaultConfig()
+	lcfg.Dir = filepath.Join(dir, "log")
+	lg, err := eventlog.Open(ctx, lcfg, logger)
+	if err != nil {
+		t.Fatalf("cannot open the log: %v", err)
+	}
+	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
+		Publisher: lg.Publisher(), Subscriber: sub, LastSeq: lg.LastSeq,
+		Seq: func(m *message.Message) (uint64, bool) {
+			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
+			return n, err == nil
+		},
+	}, logger)
+	if err != nil {
+		t.Fatalf("cannot open the catalog: %v", err)
+	}
+	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(dir, "objects")}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := rollups.NewStore(b, rollups.DefaultConfig(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg := rollups.DefaultReaderConfig()
+	rcfg.Freshness = 0
+	rd, err := rollups.NewReader(b, rcfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, log: lg, cat: cat, bucket: b, store: st, reader: rd}
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *env) close() {
+	e.cat.Close()
+	e.log.Close()
+	e.bucket.Close()
+}
+
+// provision applies a provisioning file with one project per case (its
+// id, time zone, currency, actions and segments) and the two sources the
+// golden inputs use.
+func (e *env) provision(cases ...*goldenCase) {
+	e.t.Helper()
+	var projects []string
+	for i, c := range cases {
+		acts, _ := json.Marshal(c.project.Actions)
+		var segs []string
+		for _, s := range c.project.Segments {
+			fs, _ := json.Marshal(s.Filters)
+			segs = append(segs, fmt.Sprintf(`{"id":%q,"name":%q,"filters":%s}`, s.ID, s.Name, fs))
+		}
+		projects = append(projects, fmt.Sprintf(`{"id":%q,"slug":"p%d","name":"P%d","timezone":%q,"reportingCurrency":%q,
+			"createdAt":"2026-01-05T10:00:00Z","sources":[
+			{"id":"0195f3b4-0000-7000-8000-0000000000a1","name":"Web","kind":"website","mode":"full","key":"mf_web%05d_k"},
+			{"id":"0195f3b4-0000-7000-8000-0000000000a2","name":"Srv","kind":"server","mode":"full","key":"mf_srv%05d_k"}],
+			"actions":%s,"segments":[%s],"flags":%s}`, c.project.ID, i, i, c.project.Timezone, c.project.ReportingCurrency, i, i,
+			stripProject(acts), strings.Join(segs, ","), flagsOf(c)))
+	}
+	file := fmt.Sprintf(`{"organizations":[{"id":"0195f3b4-0000-7000-8000-00000000ff01","slug":"org","name":"Org","plan":"pro","featureFlags":true,"projects":[%s]}]}`,
+		strings.Join(projects, ","))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := e.cat.Apply(ctx, []byte(file)); err != nil {
+		e.t.Fatalf("cannot provision: %v\n%s", err, file)
+	}
+}
+
+func flagsOf(c *goldenCase) string {
+	if len(c.project.Flags) == 0 {
+		return "[]"
+	}
+	return string(c.project.Flags)
+}
+
+// stripProject drops the "project" field of actions (the file nests them).
+func stripProject(acts []byte) string {
+	var list []map[string]any
+	d := json.NewDecoder(bytes.NewReader(acts))
+	d.UseNumber()
+	_ = d.Decode(&list)
+	for _, a := range list {
+		delete(a, "project")
+		if a["role"] == "" {
+			delete(a, "role")
+		}
+		if a["description"] == nil {
+			delete(a, "description")
+		}
+	}
+	out, _ := json.Marshal(list)
+	if string(out) == "null" {
+		return "[]"
+	}
+	return string(out)
+}
+
+// publish stores batches on the log as ingest does (dedupe by project and
+// batch id) and returns their positions.
+func (e *env) publish(bs ...*records.Batch) []uint64 {
+	e.t.Helper()
+	pub := e.log.Publisher()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seqs := make([]uint64, len(bs))
+	for i, b := range bs {
+		data, err := records.Encode(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		msg := message.NewMessage(b.ID.String(), data)
+		msg.Metadata.Set("project", b.Project)
+		r, err := pub.PublishOnce(ctx, eventlog.TopicBatches, b.Project+":"+b.ID.String(), msg)
+		if err != nil {
+			e.t.Fatalf("cannot publish: %v", err)
+		}
+		seqs[i] = r.Seq
+	}
+	return seqs
+}
+
+// running is a processor running in the background.
+type running struct {
+	p      *Processor
+	cancel context.CancelFunc
+	done   chan error
+	sub    *eventlog.Subscriber
+}
+
+// start runs a processor in the consumer group "processor".
+func (e *env) start(edit func(*Config), segs *Segments) *running {
+	e.t.Helper()
+	cfg := DefaultConfig()
+	cfg.FlushInterval = 50 * time.Millisecond
+	cfg.BacklogFlushInterval = 200 * time.Millisecond
+	cfg.StartWait = 300 * time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
+	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig("processor"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, err := New(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket,
+		Catalog: e.cat, Segments: segs, Logger: testLogger()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{p: p, cancel: cancel, done: make(chan error, 1), sub: sub}
+	go func() { r.done <- p.Run(ctx) }()
+	return r
+}
+
+// stop ends a processor the orderly way (it commits what it applied).
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("processor: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("processor did not stop within 2 minutes")
+	}
+	r.sub.Close()
+}
+
+// crash ends a processor as a crash would: no final commit; messages
+// acknowledged but not committed stay so.
+func (r *running) crash(t testing.TB) {
+	t.Helper()
+	r.p.crashOnStop.Store(true)
+	r.stop(t)
+}
+
+// waitCheckpoint waits until the project's tables hold every batch up to
+// seq, polling the store.
+func (e *env) waitCheckpoint(project string, seq uint64) *rollups.Manifest {
+	e.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		m, err := e.store.Load(context.Background(), rollups.Live(project))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cp, _ := parseCheckpoint(m.Checkpoint("processor"))
+		if cp.Seq >= seq {
+			return m
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("project %s: checkpoint %d, still not %d after 90s", project, cp.Seq, seq)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tableDump reads every table of a project (but the build times of the
+// segments table) as canonical text: per partition, the rows as JSON.
+func (e *env) tableDump(project string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	sn, err := e.reader.Refresh(ctx, project)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var b strings.Builder
+	m := sn.Manifest()
+	names := make([]string, 0, len(m.Tables))
+	for n := range m.Tables {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if name == TableSegments {
+			continue
+		}
+		for _, part := range m.Tables[name].PartitionNames() {
+			fmt.Fprintf(&b, "%s/%s\n", name, part)
+			err := sn.Scan(ctx, name, rollups.ScanOptions{Partitions: []string{part}}, func(bt rollups.Batch) error {
+				return array.RecordToJSON(bt.Record, &b)
+			})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	return sortRows(b.String())
+}
+
+// segmentIDs replaces the segment refs in a dump (random, made by each
+// catalog) by the segments' ids, to compare two environments.
+func (e *env) segmentIDs(project, dump string) string {
+	for _, s := range e.cat.State().Segments(project) {
+		dump = strings.ReplaceAll(dump, `"`+s.Ref+`"`, `"segment:`+s.ID+`"`)
+	}
+	return sortRows(dump)
+}
+
+// sortRows sorts the rows of each partition of a dump: a partition may
+// hold several files (rows appended), and rows sorted by segment ref come
+// in another order in another environment.
+func sortRows(dump string) string {
+	var out []string
+	var block []string
+	flush := func() {
+		slices.Sort(block)
+		out = append(out, block...)
+		block = nil
+	}
+	for _, l := range strings.Split(dump, "\n") {
+		if l != "" && l[0] == '{' {
+			block = append(block, l)
+			continue
+		}
+		flush()
+		out = append(out, l)
+	}
+	flush()
+	return strings.Join(out, "\n")
+}
+
+// engineDump is what tableDump should read for an engine's facts.
+func engineDump(t testing.TB, eng *facts.Engine, reporting string) string {
+	t.Helper()
+	parts := recordsOf(eng.All(), nil, reporting)
+	byTable := map[string][]partitionRows{}
+	for _, p := range parts {
+		if p.build != nil {
+			byTable[p.table] = append(byTable[p.table], p)
+		}
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(mapsKeys(byTable)) {
+		ps := byTable[name]
+		slices.SortFunc(ps, func(a, b partitionRows) int { return strings.Compare(a.partition, b.partition) })
+		for _, p := range ps {
+			fmt.Fprintf(&b, "%s/%s\n", name, p.partition)
+			// The store sorts rows by the sort key; the engine's rows are
+			// in that order already.
+			rec := p.build()
+			if err := array.RecordToJSON(rec, &b); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+	return sortRows(b.String())
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// catalogEngine is a pure engine with the catalog's view of a project (the
+// refs of its segments as the catalog made them).
+func (e *env) catalogEngine(project string) *facts.Engine {
+	e.t.Helper()
+	cl, err := channels.Default()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg, ok := engineConfig(project, e.cat.State(), cl, 30*time.Minute)
+	if !ok {
+		e.t.Fatalf("catalog has no project %s", project)
+	}
+	eng, err := facts.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return eng
+}
+
+// rewriteProject returns copies of batches for another project id.
+func rewriteProject(bs []*records.Batch, project string) []*records.Batch {
+	out := make([]*records.Batch, len(bs))
+	for i, b := range bs {
+		nb := *b
+		nb.Project = project
+		out[i] = &nb
+	}
+	return out
+}
+
+func diffLines(got, want string) string { return diffText(got, want) }

@@ -1,0 +1,709 @@
+// Package facts derives the facts of one project from its events: visits,
+// browsers and persons with their identity merges, stages, touches,
+// activity, orders and revenue, goal and action matches, and saved-segment
+// membership. It is pure and deterministic: no I/O, no clock; the facts
+// are a function of the set of events (deduplicated by event id) and of
+// the project's catalog, whatever the order and the grouping in which the
+// events arrive.
+//
+// The Engine keeps the state in memory and maintains it incrementally:
+// Add records events and marks what they make dirty; Flush recomputes the
+// dirty visits, claims and persons and returns the rows of every table
+// partition that changed. docs/processor.md describes the rules.
+package facts
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/storage/catalog"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Project is the project id; refs are derived from it.
+	Project string
+	// Location is the project's time zone: days are cut in it.
+	Location *time.Location
+	// ReportingCurrency counts revenue sent without a currency.
+	ReportingCurrency string
+	// Actions and Segments are the project's catalog entries.
+	Actions  []*catalog.Action
+	Segments []*catalog.Segment
+	// Classifier decides visit channels.
+	Classifier *channels.Classifier
+	// VisitTimeout ends a visit without sessionId after this much
+	// inactivity (30 minutes).
+	VisitTimeout time.Duration
+}
+
+// Validate reports what in c is unusable.
+func (c Config) Validate() error {
+	switch {
+	case c.Project == "":
+		return fmt.Errorf("facts config: Project is empty")
+	case c.Location == nil:
+		return fmt.Errorf("facts config: Location is nil; use the project's time zone")
+	case c.Classifier == nil:
+		return fmt.Errorf("facts config: Classifier is nil; use channels.Default()")
+	case c.VisitTimeout <= 0:
+		return fmt.Errorf("facts config: VisitTimeout %v must be positive (30m)", c.VisitTimeout)
+	case len(c.ReportingCurrency) != 3:
+		return fmt.Errorf("facts config: ReportingCurrency %q must be a three-letter code", c.ReportingCurrency)
+	}
+	return nil
+}
+
+// evKey orders events: by time, then by id.
+type evKey struct {
+	t  int64
+	id records.UUID
+}
+
+func (k evKey) cmp(o evKey) int {
+	if c := cmp.Compare(k.t, o.t); c != 0 {
+		return c
+	}
+	return slices.Compare(k.id[:], o.id[:])
+}
+
+func (k evKey) zero() bool { return k.t == 0 && k.id.IsZero() }
+
+// later reports whether k comes after o (or o is unset).
+func (k evKey) later(o evKey) bool { return o.zero() || k.cmp(o) > 0 }
+
+// earlier reports whether k comes before o (or o is unset).
+func (k evKey) earlier(o evKey) bool { return o.zero() || k.cmp(o) < 0 }
+
+// event is an Event kept in memory with what the engine derived for it.
+type event struct {
+	Event
+	day  int32
+	unit *node // the visit unit: browser, user or consentless visitor
+	part *node // the person part: user, else browser; nil when none
+}
+
+func (e *event) key() evKey { return evKey{e.Time, e.ID} }
+
+// clusterable reports whether the event forms visits by inactivity: no
+// sessionId, a unit, and a website source or consentless mode.
+func (e *event) clusterable() bool {
+	return e.unit != nil && e.SessionID.IsZero() && !e.Client.Server
+}
+
+// day holds the events of one day (project time zone) kept in memory.
+type day struct {
+	num    int32
+	events []*event
+	ids    map[records.UUID]*event
+	// fresh are the events added since the day's rows were last output;
+	// rewrite tells that rows output before changed (a visit's id or
+	// channel, an event replaced), so all rows must be output again.
+	fresh   []*event
+	rewrite bool
+}
+
+// Engine derives the facts of one project. It is not safe for concurrent
+// use.
+type Engine struct {
+	cfg     Config
+	in      interner
+	origins map[originKey]string // formatted page origins and referrers
+	clients map[Client]*Client
+	acts    *actionSet
+	actByID map[string]*action
+	segs    []*segment
+	catFP   string
+
+	days     map[int32]*day
+	nodes    map[Ref]*node
+	anonRefs map[string]Ref   // anonymousId -> browser ref
+	users    map[string]*node // by userId
+	sessions map[records.UUID]*visit
+	// visitsByDay indexes the live visits by the day they start.
+	visitsByDay map[int32]map[*visit]struct{}
+	// frozenThrough: days up to it (inclusive) are frozen: their events
+	// and visits are final and no longer kept.
+	frozenThrough int32
+	frozen        bool
+
+	dc dayCache
+
+	dirtyEventDays map[int32]bool
+	dirtyVisitDays map[int32]bool
+	dirtyUnits     map[*node]bool
+	dirtySessions  map[*visit]bool
+	dirtyBrowsers  map[*node]bool
+	dirtyParts     map[*node]bool
+	dirtyPersons   map[*node]bool
+	dirtyIdentity  map[*node]bool
+	segmentsAll    bool
+
+	// Partitions whose rows changed since the last Flush (events and
+	// conversions share dirtyEventDays).
+	dirtyPeopleBuckets   map[int]bool
+	dirtyIdentityBuckets map[int]bool
+	dirtyMemberBuckets   map[int]bool
+
+	bx       bucketIndex
+	segCount map[string]int // members per segment ref
+
+	stats Stats
+}
+
+// Stats counts what an Engine did.
+type Stats struct {
+	// Events counts events added; Duplicates events skipped as already
+	// known (same id, same content); Replaced events that replaced a known
+	// one with the same id; TooLate events for a frozen day, dropped.
+	Events, Duplicates, Replaced, TooLate int64
+}
+
+// New returns an empty Engine.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:            cfg,
+		in:             interner{m: map[string]string{}},
+		clients:        map[Client]*Client{},
+		days:           map[int32]*day{},
+		nodes:          map[Ref]*node{},
+		anonRefs:       map[string]Ref{},
+		users:          map[string]*node{},
+		origins:        map[originKey]string{},
+		sessions:       map[records.UUID]*visit{},
+		visitsByDay:    map[int32]map[*visit]struct{}{},
+		dirtyEventDays: map[int32]bool{},
+		dirtyVisitDays: map[int32]bool{},
+		dirtyUnits:     map[*node]bool{},
+		dirtySessions:  map[*visit]bool{},
+		dirtyBrowsers:  map[*node]bool{},
+		dirtyParts:     map[*node]bool{},
+		dirtyPersons:   map[*node]bool{},
+		dirtyIdentity:  map[*node]bool{},
+
+		dirtyPeopleBuckets:   map[int]bool{},
+		dirtyIdentityBuckets: map[int]bool{},
+		dirtyMemberBuckets:   map[int]bool{},
+	}
+	e.bucketsInit()
+	e.segCount = map[string]int{}
+	e.dc.loc = cfg.Location
+	e.setCatalog(cfg.Actions, cfg.Segments)
+	return e, nil
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// Location returns the project's time zone.
+func (e *Engine) Location() *time.Location { return e.cfg.Location }
+
+func (e *Engine) setCatalog(acts []*catalog.Action, segs []*catalog.Segment) {
+	e.acts = compileActions(acts)
+	e.actByID = map[string]*action{}
+	for _, a := range e.acts.all {
+		e.actByID[a.id] = a
+	}
+	e.segs = compileSegments(segs)
+	e.catFP = catalogFingerprint(acts, segs)
+}
+
+// SetCatalog installs new actions and segments. Actions apply to events
+// added from now on (the matches of earlier events are kept: replay
+// applies a changed action to history). A change of segments has every
+// person's membership evaluated again at the next Flush.
+func (e *Engine) SetCatalog(acts []*catalog.Action, segs []*catalog.Segment) {
+	old := segmentsFingerprint(e.segs)
+	fp := catalogFingerprint(acts, segs)
+	if fp == e.catFP {
+		return
+	}
+	e.setCatalog(acts, segs)
+	if segmentsFingerprint(e.segs) != old {
+		e.segmentsAll = true
+	}
+}
+
+// SegmentsFingerprint summarises the segment definitions in force, so a
+// restarted processor can tell whether the stored membership was built
+// with other definitions.
+func (e *Engine) SegmentsFingerprint() string { return segmentsFingerprint(e.segs) }
+
+func segmentsFingerprint(segs []*segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteString(s.id)
+		b.WriteByte(':')
+		b.WriteString(s.ref)
+		for _, f := range s.filters {
+			b.WriteString("|" + f.Field + "," + f.Op + "," + f.Value)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// dayCache remembers the bounds of the last day looked up.
+type dayCache struct {
+	loc        *time.Location
+	start, end int64 // [start, end) in epoch ms
+	num        int32
+}
+
+// DayOf returns the day number (days since 1970-01-01 of the local date)
+// of epoch milliseconds t in the project's time zone.
+func (e *Engine) DayOf(t int64) int32 {
+	dc := &e.dc
+	if dc.end > dc.start && t >= dc.start && t < dc.end {
+		return dc.num
+	}
+	lt := time.UnixMilli(t).In(dc.loc)
+	y, m, d := lt.Date()
+	dc.start = time.Date(y, m, d, 0, 0, 0, 0, dc.loc).UnixMilli()
+	dc.end = time.Date(y, m, d+1, 0, 0, 0, 0, dc.loc).UnixMilli()
+	dc.num = int32(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+	return dc.num
+}
+
+// DayStart returns the first millisecond of day num in the project's time
+// zone.
+func (e *Engine) DayStart(num int32) int64 {
+	y, m, d := time.Unix(int64(num)*86400, 0).UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, e.cfg.Location).UnixMilli()
+}
+
+// DayName formats a day number as YYYY-MM-DD.
+func DayName(num int32) string {
+	return time.Unix(int64(num)*86400, 0).UTC().Format(time.DateOnly)
+}
+
+// ParseDay reads YYYY-MM-DD as a day number.
+func ParseDay(s string) (int32, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return 0, err
+	}
+	return int32(t.Unix() / 86400), nil
+}
+
+// AddBatch adds the events of a batch and returns how many were new.
+func (e *Engine) AddBatch(b *records.Batch) int {
+	c, visitor := e.batchClient(b)
+	n := 0
+	for i := range b.Events {
+		ev := &event{}
+		e.fillEvent(&ev.Event, b, &b.Events[i], c, visitor)
+		if e.add(ev) {
+			n++
+		}
+	}
+	return n
+}
+
+// Add adds one event. Its derived fields (Actions, Value, Purchase) are
+// computed from the catalog unless Derived is set (events read back from
+// the events table keep the matches they were processed with). It reports
+// whether the event changed anything: an event whose id is known with the
+// same content is skipped; with other content the one whose content sorts
+// first is kept (so the outcome does not depend on arrival order).
+func (e *Engine) Add(in Event) bool { return e.add(&event{Event: in}) }
+
+func (e *Engine) add(ev *event) bool {
+	in := &ev.Event
+	dn := e.DayOf(in.Time)
+	if e.frozen && dn <= e.frozenThrough {
+		e.stats.TooLate++
+		return false
+	}
+	d := e.days[dn]
+	if d == nil {
+		d = &day{num: dn, ids: map[records.UUID]*event{}}
+		e.days[dn] = d
+	}
+	if old, ok := d.ids[in.ID]; ok {
+		c := compareContent(in, &old.Event)
+		if c == 0 {
+			e.stats.Duplicates++
+			return false
+		}
+		if c > 0 {
+			// The known one sorts first: keep it.
+			e.stats.Duplicates++
+			return false
+		}
+		e.remove(d, old)
+		e.stats.Replaced++
+	} else if prev, ok := e.findElsewhere(in.ID, dn); ok {
+		// The same id on another day (a resend whose time was replaced):
+		// keep the copy whose content sorts first.
+		if compareContent(in, &prev.Event) >= 0 {
+			e.stats.Duplicates++
+			return false
+		}
+		e.remove(e.days[prev.day], prev)
+		e.stats.Replaced++
+	}
+	ev.day = dn
+	if !in.Derived {
+		e.derive(ev)
+		ev.Derived = true
+	}
+	e.insert(d, ev)
+	e.stats.Events++
+	return true
+}
+
+// findElsewhere looks for an event id on the days next to dn. Ids are
+// looked up only on the neighbouring days: a resent event whose time was
+// replaced by the time received lands far away and is then kept twice
+// (docs/processor.md, "Exactly once").
+func (e *Engine) findElsewhere(id records.UUID, dn int32) (*event, bool) {
+	for _, o := range [...]int32{dn - 1, dn + 1} {
+		if d := e.days[o]; d != nil {
+			if ev, ok := d.ids[id]; ok {
+				return ev, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// compareContent orders two events with the same id by content: time,
+// then the rest of their fields.
+func compareContent(a, b *Event) int {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
+		return c
+	}
+	return cmp.Or(
+		strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Origin+a.Path+"?"+a.Query, b.Origin+b.Path+"?"+b.Query),
+		strings.Compare(a.Title, b.Title),
+		strings.Compare(a.Referrer, b.Referrer),
+		slices.Compare(a.Browser[:], b.Browser[:]),
+		strings.Compare(a.UserID, b.UserID),
+		slices.Compare(a.SessionID[:], b.SessionID[:]),
+		slices.Compare(a.Visitor[:], b.Visitor[:]),
+		strings.Compare(a.Properties, b.Properties),
+		strings.Compare(a.Revenue, b.Revenue),
+		strings.Compare(a.Currency, b.Currency),
+		compareClient(a.Client, b.Client),
+	)
+}
+
+func compareClient(a, b *Client) int {
+	if a == b {
+		return 0
+	}
+	bo := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(
+		strings.Compare(a.Source, b.Source),
+		cmp.Compare(bo(a.Consented), bo(b.Consented)),
+		cmp.Compare(bo(a.Server), bo(b.Server)),
+		strings.Compare(a.Country, b.Country),
+		strings.Compare(a.Region, b.Region),
+		strings.Compare(a.Device, b.Device),
+		strings.Compare(a.Browser, b.Browser),
+		strings.Compare(a.OS, b.OS),
+		strings.Compare(a.Locale, b.Locale),
+	)
+}
+
+// derive computes the catalog-dependent fields of an event: the actions
+// it matches, its revenue, whether it is a purchase.
+func (e *Engine) derive(ev *event) {
+	var props map[string]any
+	parsed := false
+	getProps := func() map[string]any {
+		if !parsed {
+			props, parsed = parseProps(ev.Properties), true
+		}
+		return props
+	}
+	ev.Actions = ""
+	ev.HasValue, ev.Value, ev.ValueCurrency = false, 0, ""
+	ev.Purchase = false
+	matched := e.acts.match(&ev.Event, getProps)
+	if len(matched) > 0 {
+		ids := make([]string, len(matched))
+		for i, idx := range matched {
+			ids[i] = e.acts.all[idx].id
+		}
+		ev.Actions = e.in.get(strings.Join(ids, ","))
+	}
+	if ev.Revenue != "" {
+		if v, ok := ParseAmount(ev.Revenue); ok {
+			cur := ev.Currency
+			if cur == "" {
+				cur = e.cfg.ReportingCurrency
+			}
+			ev.HasValue, ev.Value, ev.ValueCurrency = true, v, e.in.get(cur)
+		}
+	} else {
+		for _, idx := range matched {
+			a := e.acts.all[idx]
+			if a.role == "" || a.revenueProp == "" {
+				continue
+			}
+			p := getProps()
+			n, ok := p[a.revenueProp].(interface{ String() string })
+			if !ok {
+				continue
+			}
+			v, ok := ParseAmount(n.String())
+			if !ok {
+				continue
+			}
+			cur := currencyOf(p["currency"])
+			if cur == "" {
+				cur = e.cfg.ReportingCurrency
+			}
+			ev.HasValue, ev.Value, ev.ValueCurrency = true, v, e.in.get(cur)
+			break
+		}
+	}
+	for _, idx := range matched {
+		if e.acts.all[idx].role == catalog.RolePurchase {
+			ev.Purchase = true
+		}
+	}
+	if !e.acts.purchase && ev.HasValue && ev.Value > 0 {
+		// Without a purchase goal, an event carrying revenue is a purchase.
+		ev.Purchase = true
+	}
+}
+
+// nodeFor returns the node of kind and raw id, creating it.
+func (e *Engine) nodeFor(kind byte, raw string, ref Ref) *node {
+	if n, ok := e.nodes[ref]; ok {
+		return n
+	}
+	n := &node{ref: ref, kind: kind, raw: raw}
+	e.nodes[ref] = n
+	if kind != KindVisitor {
+		e.dirtyIdentity[n] = true
+		e.dirtyPersons[n] = true
+	}
+	return n
+}
+
+func (e *Engine) browser(ref Ref) *node { return e.nodeFor(KindBrowser, "", ref) }
+
+func (e *Engine) user(uid string) *node {
+	if n, ok := e.users[uid]; ok {
+		return n
+	}
+	n := e.nodeFor(KindUser, uid, NodeRef(e.cfg.Project, KindUser, uid))
+	e.users[n.raw] = n
+	return n
+}
+
+// insert records a new event and marks what it makes dirty.
+func (e *Engine) insert(d *day, ev *event) {
+	d.events = append(d.events, ev)
+	d.fresh = append(d.fresh, ev)
+	d.ids[ev.ID] = ev
+	e.dirtyEventDays[d.num] = true
+
+	var b, u *node
+	if !ev.Browser.IsZero() {
+		b = e.browser(ev.Browser)
+	}
+	if ev.UserID != "" {
+		u = e.user(ev.UserID)
+	}
+	switch {
+	case !ev.Visitor.IsZero():
+		ev.unit = e.nodeFor(KindVisitor, "", ev.Visitor)
+	case b != nil:
+		ev.unit = b
+	case u != nil:
+		ev.unit = u
+	}
+	switch {
+	case u != nil:
+		ev.part = u
+	case b != nil:
+		ev.part = b
+	}
+	if !ev.SessionID.IsZero() {
+		v := e.sessions[ev.SessionID]
+		if v == nil {
+			v = &visit{id: ev.SessionID, session: true}
+			e.sessions[ev.SessionID] = v
+		}
+		v.members = append(v.members, ev)
+		e.dirtySessions[v] = true
+	} else if ev.clusterable() {
+		ev.unit.addCluster(ev)
+		e.dirtyUnits[ev.unit] = true
+	}
+	if ev.part != nil {
+		ev.part.addToDay(ev, e)
+		e.dirtyParts[ev.part] = true
+	}
+	if b != nil && u != nil {
+		if b.signIn(u, ev.key()) {
+			e.dirtyBrowsers[b] = true
+		}
+	}
+}
+
+// remove takes an event out again (a duplicate id whose other copy sorts
+// first) and has everything it touched recomputed.
+func (e *Engine) remove(d *day, ev *event) {
+	i := slices.Index(d.events, ev)
+	if i >= 0 {
+		d.events = slices.Delete(d.events, i, i+1)
+	}
+	delete(d.ids, ev.ID)
+	d.rewrite = true
+	e.dirtyEventDays[d.num] = true
+	if !ev.SessionID.IsZero() {
+		if v := e.sessions[ev.SessionID]; v != nil {
+			if j := slices.Index(v.members, ev); j >= 0 {
+				v.members = slices.Delete(v.members, j, j+1)
+			}
+			e.dirtySessions[v] = true
+		}
+	} else if ev.clusterable() {
+		ev.unit.removeCluster(ev)
+		e.dirtyUnits[ev.unit] = true
+	}
+	if ev.part != nil {
+		ev.part.rebuildDay(d, e)
+		e.dirtyParts[ev.part] = true
+	}
+	if !ev.Browser.IsZero() && ev.UserID != "" {
+		b := e.browser(ev.Browser)
+		u := e.user(ev.UserID)
+		// Recompute the earliest sign-in of u on b from the events kept.
+		var best evKey
+		for _, dd := range e.days {
+			for _, o := range dd.events {
+				if o.Browser == ev.Browser && o.UserID == ev.UserID && o.key().earlier(best) {
+					best = o.key()
+				}
+			}
+		}
+		b.resetSignIn(u, best)
+		e.dirtyBrowsers[b] = true
+	}
+}
+
+// Freeze lets go of the days before the one holding horizon (epoch ms)
+// whose visits have all ended: their events and visits are final (no
+// event can still arrive for them) and are dropped from memory. The
+// processor calls it with the time the oldest unprocessed batch was
+// received minus the late window and a margin. An event that arrives later
+// for a frozen day is dropped and counted in Stats.TooLate.
+func (e *Engine) Freeze(horizon int64) {
+	limit := e.DayOf(horizon) - 1
+	nums := make([]int32, 0, len(e.days))
+	for n := range e.days {
+		if n <= limit && (!e.frozen || n > e.frozenThrough) {
+			nums = append(nums, n)
+		}
+	}
+	for n := range e.visitsByDay {
+		if n <= limit && (!e.frozen || n > e.frozenThrough) && e.days[n] == nil {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	nums = slices.Compact(nums)
+	if len(nums) == 0 {
+		return
+	}
+	// Dirty state must be computed before anything is dropped.
+	if e.pendingCompute() {
+		return
+	}
+	through := int32(-1 << 30)
+	for _, n := range nums {
+		open := e.dirtyEventDays[n] || e.dirtyVisitDays[n]
+		for v := range e.visitsByDay[n] {
+			if v.end+e.cfg.VisitTimeout.Milliseconds() >= horizon {
+				open = true
+				break
+			}
+		}
+		if open {
+			break
+		}
+		through = n
+	}
+	if through == -1<<30 {
+		return
+	}
+	units := map[*node]bool{}
+	for _, n := range nums {
+		if n > through {
+			break
+		}
+		for v := range e.visitsByDay[n] {
+			e.freezeVisit(v)
+		}
+		delete(e.visitsByDay, n)
+		if d := e.days[n]; d != nil {
+			for _, ev := range d.events {
+				if ev.clusterable() {
+					units[ev.unit] = true
+				}
+			}
+			delete(e.days, n)
+		}
+	}
+	end := e.DayStart(through + 1)
+	for u := range units {
+		u.dropClusterBefore(end)
+		if u.kind == KindVisitor && len(u.cluster) == 0 && len(u.visits) == 0 {
+			delete(e.nodes, u.ref)
+		}
+	}
+	e.frozen = true
+	e.frozenThrough = through
+}
+
+// pendingCompute reports whether Flush has work that Freeze must not race.
+func (e *Engine) pendingCompute() bool {
+	return len(e.dirtyUnits) > 0 || len(e.dirtySessions) > 0
+}
+
+// freezeVisit folds a final visit into the summaries of its parts: once
+// per person (the parts of one person share it), so that no later change
+// of claims could count it twice (claims of its parts are final by then:
+// they rest on sign-ins no later than the visit).
+func (e *Engine) freezeVisit(v *visit) {
+	seen := map[*node]bool{}
+	for _, p := range v.parts {
+		delete(p.partVisits, v)
+		who := personOf(p)
+		if seen[who] {
+			continue
+		}
+		seen[who] = true
+		if p.frozen == nil {
+			p.frozen = &visitSum{}
+		}
+		p.frozen.add(v.info())
+	}
+	if v.owner != nil {
+		v.owner.removeVisit(v)
+	}
+	if v.session {
+		delete(e.sessions, v.id)
+	}
+}

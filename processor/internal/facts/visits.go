@@ -1,0 +1,492 @@
+package facts
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+)
+
+// node is a browser, a user or a consentless visitor. As a unit it groups
+// visits; as a part (browsers and users) it holds activity per day; as an
+// identity it records sign-ins (browsers) and claims (users).
+type node struct {
+	ref  Ref
+	kind byte
+	raw  string // anonymousId or userId; "" for a consentless visitor
+
+	// Unit role.
+	cluster  []*event // events that form visits by inactivity
+	unsorted bool
+	visits   []*visit            // visits by inactivity, by start
+	owned    map[*visit]struct{} // visits from a sessionId owned by this unit
+
+	// Part role: the live visits with events of this part, and a summary
+	// of those that are final and no longer kept.
+	partVisits map[*visit]struct{}
+	frozen     *visitSum // nil until a visit of the part is final
+
+	// Part role.
+	days map[int32]*partDay
+
+	// Identity role.
+	signIns map[*node]evKey    // browser: earliest sign-in of each user on it
+	claimer *node              // browser: the user who claims it
+	claimAt int64              // browser: time of the claiming sign-in
+	claimed map[*node]struct{} // user: browsers it claims
+	signed  map[*node]struct{} // user: browsers it signed in on
+}
+
+func (n *node) addCluster(ev *event) {
+	if len(n.cluster) > 0 && ev.key().cmp(n.cluster[len(n.cluster)-1].key()) < 0 {
+		n.unsorted = true
+	}
+	n.cluster = append(n.cluster, ev)
+}
+
+func (n *node) removeCluster(ev *event) {
+	if i := slices.Index(n.cluster, ev); i >= 0 {
+		n.cluster = slices.Delete(n.cluster, i, i+1)
+	}
+}
+
+func (n *node) sortCluster() {
+	if n.unsorted {
+		slices.SortFunc(n.cluster, func(a, b *event) int { return a.key().cmp(b.key()) })
+		n.unsorted = false
+	}
+}
+
+// dropClusterBefore lets go of the cluster events before t (frozen).
+func (n *node) dropClusterBefore(t int64) {
+	n.sortCluster()
+	i, _ := slices.BinarySearchFunc(n.cluster, t, func(ev *event, t int64) int { return cmp.Compare(ev.Time, t) })
+	n.cluster = slices.Clone(n.cluster[i:])
+}
+
+func (n *node) removeVisit(v *visit) {
+	if v.session {
+		delete(n.owned, v)
+		return
+	}
+	if i := slices.Index(n.visits, v); i >= 0 {
+		n.visits = slices.Delete(n.visits, i, i+1)
+	}
+}
+
+// signIn records a sign-in of user u on browser n at k; it reports whether
+// the earliest sign-in of u on n changed.
+func (n *node) signIn(u *node, k evKey) bool {
+	if n.signIns == nil {
+		n.signIns = map[*node]evKey{}
+	}
+	old, ok := n.signIns[u]
+	if ok && !k.earlier(old) {
+		return false
+	}
+	n.signIns[u] = k
+	if u.signed == nil {
+		u.signed = map[*node]struct{}{}
+	}
+	u.signed[n] = struct{}{}
+	return true
+}
+
+// resetSignIn sets the earliest sign-in of u on n (zero: none any more).
+func (n *node) resetSignIn(u *node, k evKey) {
+	if k.zero() {
+		delete(n.signIns, u)
+		delete(u.signed, n)
+		return
+	}
+	if n.signIns == nil {
+		n.signIns = map[*node]evKey{}
+	}
+	n.signIns[u] = k
+	if u.signed == nil {
+		u.signed = map[*node]struct{}{}
+	}
+	u.signed[n] = struct{}{}
+}
+
+// visit is a visit: from a sessionId (session) or found by inactivity.
+type visit struct {
+	id      Ref
+	session bool
+	owner   *node    // the unit of the visit (its browser, else user or visitor)
+	members []*event // session visits: their events
+	parts   []*node  // the parts with events in the visit, by ref
+
+	start, end       int64
+	first, last      *event
+	touchEv          *event // the event the touch is decided from
+	events, pageview int32
+	exit             string
+	consented        bool
+	touch            channels.Touch
+}
+
+// info is what a visit contributes to its person's first and last touch.
+func (v *visit) info() touchInfo {
+	t := touchInfo{at: v.start, id: v.id, touch: v.touch}
+	if v.touchEv != nil {
+		t.landing = v.touchEv.Path
+	}
+	return t
+}
+
+// same reports whether two computations of a visit have the same row.
+func (v *visit) same(o *visit) bool {
+	return v.id == o.id && v.owner == o.owner && v.start == o.start && v.end == o.end &&
+		v.events == o.events && v.pageview == o.pageview && v.exit == o.exit &&
+		v.consented == o.consented && v.touch == o.touch && v.touchEv == o.touchEv &&
+		slices.Equal(v.parts, o.parts)
+}
+
+// touchInfo is a visit's contribution to first and last touch.
+type touchInfo struct {
+	at      int64
+	id      Ref
+	touch   channels.Touch
+	landing string
+}
+
+func (t touchInfo) before(o touchInfo) bool {
+	if t.at != o.at {
+		return t.at < o.at
+	}
+	return slices.Compare(t.id[:], o.id[:]) < 0
+}
+
+// visitSum summarises the final visits of a unit.
+type visitSum struct {
+	count       int64
+	first, last touchInfo
+	lastOut     touchInfo // the latest visit not direct
+	hasOut      bool
+}
+
+func (s *visitSum) add(t touchInfo) {
+	if s.count == 0 || t.before(s.first) {
+		s.first = t
+	}
+	if s.count == 0 || s.last.before(t) {
+		s.last = t
+	}
+	if t.touch.Channel != channels.Direct && (!s.hasOut || s.lastOut.before(t)) {
+		s.lastOut, s.hasOut = t, true
+	}
+	s.count++
+}
+
+func (s *visitSum) merge(o visitSum) {
+	if o.count == 0 {
+		return
+	}
+	if s.count == 0 || o.first.before(s.first) {
+		s.first = o.first
+	}
+	if s.count == 0 || s.last.before(o.last) {
+		s.last = o.last
+	}
+	if o.hasOut && (!s.hasOut || s.lastOut.before(o.lastOut)) {
+		s.lastOut, s.hasOut = o.lastOut, true
+	}
+	s.count += o.count
+}
+
+// visitSummary summarises the visits of a person: the final ones of its
+// nodes and the live ones with events of any of them (each once).
+func visitSummary(mem []*node) visitSum {
+	var s visitSum
+	seen := map[*visit]struct{}{}
+	for _, n := range mem {
+		if n.frozen != nil {
+			s.merge(*n.frozen)
+		}
+		for v := range n.partVisits {
+			if _, ok := seen[v]; ok {
+				continue
+			}
+			seen[v] = struct{}{}
+			s.add(v.info())
+		}
+	}
+	return s
+}
+
+// fill computes a visit's row from its events, sorted.
+func (e *Engine) fill(v *visit, evs []*event) {
+	v.first, v.last = evs[0], evs[len(evs)-1]
+	v.start, v.end = v.first.Time, v.last.Time
+	v.events = int32(len(evs))
+	v.parts = v.parts[:0]
+	for _, ev := range evs {
+		if ev.part != nil && !slices.Contains(v.parts, ev.part) {
+			v.parts = append(v.parts, ev.part)
+		}
+	}
+	slices.SortFunc(v.parts, func(a, b *node) int { return slices.Compare(a.ref[:], b.ref[:]) })
+	v.pageview = 0
+	v.exit = ""
+	v.touchEv = nil
+	for _, ev := range evs {
+		if ev.Name == "$pageview" {
+			v.pageview++
+		}
+		if v.touchEv == nil && ev.Origin != "" {
+			v.touchEv = ev
+		}
+	}
+	if v.touchEv == nil {
+		v.touchEv = v.first
+	}
+	v.consented = v.touchEv.Client.Consented
+	if v.consented {
+		// A consentless visit keeps only its first page: no exit page.
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Name == "$pageview" && evs[i].Path != "" {
+				v.exit = evs[i].Path
+				break
+			}
+		}
+	}
+	te := v.touchEv
+	rh, rp := te.RefHostPath()
+	v.touch = e.cfg.Classifier.Classify(channels.Input{PageHost: te.Host, PageQuery: te.Query, RefHost: rh, RefPath: rp})
+}
+
+// recluster recomputes the visits by inactivity of unit n and marks what
+// changed.
+func (e *Engine) recluster(n *node) {
+	n.sortCluster()
+	timeout := e.cfg.VisitTimeout.Milliseconds()
+	var out []*visit
+	start := 0
+	for i := 1; i <= len(n.cluster); i++ {
+		if i < len(n.cluster) && n.cluster[i].Time-n.cluster[i-1].Time < timeout {
+			continue
+		}
+		evs := n.cluster[start:i]
+		v := &visit{owner: n}
+		e.fill(v, evs)
+		v.id = visitRef(e.cfg.Project, n.ref, v.first.ID)
+		out = append(out, v)
+		start = i
+	}
+	e.replaceVisits(n.visits, out)
+	n.visits = out
+}
+
+// replaceVisits swaps old computations of visits for new ones (same
+// owner), marking the partitions and persons that change.
+func (e *Engine) replaceVisits(old, new []*visit) {
+	byID := make(map[Ref]*visit, len(old))
+	for _, o := range old {
+		byID[o.id] = o
+	}
+	for _, v := range new {
+		o, ok := byID[v.id]
+		if ok {
+			delete(byID, v.id)
+			e.unindexVisit(o)
+			e.unlinkParts(o)
+			e.indexVisit(v)
+			e.linkParts(v)
+			if !o.same(v) {
+				e.dirtyVisitDays[e.DayOf(o.start)] = true
+				e.dirtyVisitDays[e.DayOf(v.start)] = true
+			}
+			if o.touch != v.touch || o.start != v.start || !slices.Equal(o.parts, v.parts) {
+				e.markParts(o)
+				e.markParts(v)
+			}
+			if o.touch != v.touch || o.start != v.start {
+				e.markEventDays(min(o.start, v.start), max(o.end, v.end))
+			}
+			continue
+		}
+		e.indexVisit(v)
+		e.linkParts(v)
+		e.dirtyVisitDays[e.DayOf(v.start)] = true
+		e.markEventDays(v.start, v.end)
+		e.markParts(v)
+	}
+	for _, o := range byID {
+		e.unindexVisit(o)
+		e.unlinkParts(o)
+		e.dirtyVisitDays[e.DayOf(o.start)] = true
+		e.markEventDays(o.start, o.end)
+		e.markParts(o)
+	}
+}
+
+// linkParts records a visit with the parts that have events in it.
+func (e *Engine) linkParts(v *visit) {
+	for _, p := range v.parts {
+		if p.partVisits == nil {
+			p.partVisits = map[*visit]struct{}{}
+		}
+		p.partVisits[v] = struct{}{}
+	}
+}
+
+func (e *Engine) unlinkParts(v *visit) {
+	for _, p := range v.parts {
+		delete(p.partVisits, v)
+	}
+}
+
+// markParts marks the persons of a visit's parts.
+func (e *Engine) markParts(v *visit) {
+	for _, p := range v.parts {
+		e.dirtyParts[p] = true
+	}
+}
+
+// resession recomputes a visit from a sessionId.
+func (e *Engine) resession(v *visit) {
+	if len(v.members) == 0 {
+		if v.first != nil {
+			e.unindexVisit(v)
+			e.unlinkParts(v)
+			e.markParts(v)
+			e.dirtyVisitDays[e.DayOf(v.start)] = true
+		}
+		if v.owner != nil {
+			delete(v.owner.owned, v)
+		}
+		delete(e.sessions, v.id)
+		return
+	}
+	slices.SortFunc(v.members, func(a, b *event) int { return a.key().cmp(b.key()) })
+	fresh := v.first == nil
+	old := *v
+	old.parts = slices.Clone(v.parts)
+	if !fresh {
+		e.unindexVisit(v)
+		e.unlinkParts(v)
+	}
+	e.fill(v, v.members)
+	// The owner: the browser of the earliest event with one, else the
+	// unit of the earliest event with a unit.
+	var owner *node
+	for _, ev := range v.members {
+		if ev.unit != nil && ev.unit.kind == KindBrowser {
+			owner = ev.unit
+			break
+		}
+	}
+	if owner == nil {
+		for _, ev := range v.members {
+			if ev.unit != nil {
+				owner = ev.unit
+				break
+			}
+		}
+	}
+	if owner != v.owner {
+		if v.owner != nil {
+			delete(v.owner.owned, v)
+		}
+		v.owner = owner
+		if owner != nil {
+			if owner.owned == nil {
+				owner.owned = map[*visit]struct{}{}
+			}
+			owner.owned[v] = struct{}{}
+		}
+	}
+	e.indexVisit(v)
+	e.linkParts(v)
+	switch {
+	case fresh:
+		e.dirtyVisitDays[e.DayOf(v.start)] = true
+		e.markEventDays(v.start, v.end)
+		e.markParts(v)
+		return
+	case !old.same(v):
+		e.dirtyVisitDays[e.DayOf(old.start)] = true
+		e.dirtyVisitDays[e.DayOf(v.start)] = true
+	}
+	if old.touch != v.touch || old.start != v.start || !slices.Equal(old.parts, v.parts) {
+		e.markParts(&old)
+		e.markParts(v)
+	}
+	if old.touch != v.touch || old.start != v.start {
+		e.markEventDays(min(old.start, v.start), max(old.end, v.end))
+	}
+}
+
+func (e *Engine) indexVisit(v *visit) {
+	d := e.DayOf(v.start)
+	m := e.visitsByDay[d]
+	if m == nil {
+		m = map[*visit]struct{}{}
+		e.visitsByDay[d] = m
+	}
+	m[v] = struct{}{}
+}
+
+func (e *Engine) unindexVisit(v *visit) { e.unindexVisitAt(v, e.DayOf(v.start)) }
+
+func (e *Engine) unindexVisitAt(v *visit, d int32) {
+	if m := e.visitsByDay[d]; m != nil {
+		delete(m, v)
+		if len(m) == 0 {
+			delete(e.visitsByDay, d)
+		}
+	}
+}
+
+// markEventDays marks the events partitions of the days from t0 to t1 for
+// a full rewrite: rows output before changed.
+func (e *Engine) markEventDays(t0, t1 int64) {
+	for d := e.DayOf(t0); d <= e.DayOf(t1); d++ {
+		if dd := e.days[d]; dd != nil {
+			dd.rewrite = true
+			e.dirtyEventDays[d] = true
+		}
+	}
+}
+
+// eventsOf returns the events of a visit, in order.
+func (v *visit) eventsOf(e *Engine) []*event {
+	if v.session {
+		return v.members
+	}
+	if v.owner == nil {
+		return nil
+	}
+	c := v.owner.cluster
+	i, _ := slices.BinarySearchFunc(c, v.start, func(ev *event, t int64) int { return cmp.Compare(ev.Time, t) })
+	j := i
+	for j < len(c) && c[j].Time <= v.end {
+		j++
+	}
+	return c[i:j]
+}
+
+// visitOf returns the visit an event belongs to, or nil.
+func (e *Engine) visitOf(ev *event) *visit {
+	if !ev.SessionID.IsZero() {
+		return e.sessions[ev.SessionID]
+	}
+	if !ev.clusterable() {
+		return nil
+	}
+	vs := ev.unit.visits
+	i, found := slices.BinarySearchFunc(vs, ev.Time, func(v *visit, t int64) int {
+		switch {
+		case v.end < t:
+			return -1
+		case v.start > t:
+			return 1
+		}
+		return 0
+	})
+	if !found || i >= len(vs) {
+		return nil
+	}
+	return vs[i]
+}

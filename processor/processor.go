@@ -1,0 +1,843 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/catalog"
+	"github.com/mfhq/mf/storage/eventlog"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// MessageLog reads stored messages back by position (eventlog.Log).
+type MessageLog interface {
+	GetMsg(ctx context.Context, topic string, seq uint64) (*message.Message, error)
+	LastSeq(ctx context.Context, topic string) (uint64, error)
+}
+
+// CatalogSource gives the current catalog (catalog.Catalog).
+type CatalogSource interface {
+	State() *catalog.State
+}
+
+// Deps are what a Processor works with.
+type Deps struct {
+	// Subscriber reads the topic in the processor's durable consumer group
+	// (eventlog.DefaultSubscriberConfig("processor")), one message at a
+	// time in log order.
+	Subscriber message.Subscriber
+	// Log reads messages back by position: the batches acknowledged but
+	// not committed before a crash.
+	Log MessageLog
+	// Store writes the tables; Reader reads them back when a project's
+	// state is rebuilt.
+	Store  *rollups.Store
+	Reader *rollups.Reader
+	// Bucket holds the watermark object.
+	Bucket storage.Bucket
+	// Catalog gives projects' time zones, currencies, actions and segments.
+	Catalog CatalogSource
+	// Segments, when set, is kept current with each commit, so that
+	// membership lookups in this process see commits at once.
+	Segments *Segments
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Processor turns the log's accepted batches into the tables, exactly
+// once: see docs/processor.md.
+type Processor struct {
+	cfg    Config
+	deps   Deps
+	logger *slog.Logger
+	cl     *channels.Classifier
+
+	projects map[string]*project // owned by the Run goroutine
+	results  chan commitResult
+	stopped  chan struct{} // closed when Run returns
+	sem      chan struct{}
+	inflight sync.WaitGroup
+
+	lastSeq       atomic.Uint64 // the highest log position handled
+	watermark     atomic.Uint64
+	watermarkAt   time.Time
+	backlog       bool
+	stats         counters
+	ready         atomic.Bool
+	unknownWarned map[string]bool
+	// crashOnStop makes Run return at once when its context ends, without
+	// the final commit: how the package's tests stand for a crash.
+	crashOnStop atomic.Bool
+}
+
+type counters struct {
+	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
+	bytes                                                                        atomic.Int64
+}
+
+// Stats counts what a Processor did.
+type Stats struct {
+	// Batches and Events applied; Skipped batches already committed
+	// (redeliveries); Corrupt batches that could not be decoded.
+	Batches, Events, Skipped, Corrupt int64
+	// Commits made and failed; Reloads of a project's state after another
+	// committer moved its tables; TooLate events dropped for falling on a
+	// day already final (older than the late window: see docs).
+	Commits, CommitFailures, Reloads, TooLate int64
+	// BytesWritten sums the sizes of the data files written.
+	BytesWritten int64
+	// LastSeq is the highest log position handled, Watermark the position
+	// below which everything is committed.
+	LastSeq, Watermark uint64
+}
+
+// project is the state of one project, owned by the Run goroutine.
+type project struct {
+	id        string
+	engine    *facts.Engine
+	reporting string
+	segFP     string
+
+	generation   int64      // of the manifest the state was built from
+	committed    checkpoint // what the live manifest holds, as far as we know
+	committedRaw string     // the same, as stored
+	applied      uint64     // the highest position applied
+	received     int64      // the newest received time applied (epoch ms)
+
+	// Batches applied but not committed: uncommitted is the lowest
+	// position among them (0: none), nextFirst the lowest applied since
+	// the commit in flight started (0: none); pending tells whether any
+	// was applied since the last commit started, pendingEvts how many
+	// events, since when.
+	uncommitted uint64
+	nextFirst   uint64
+	pending     bool
+	pendingEvts int
+	since       time.Time
+	flushing    bool
+	retryAt     time.Time // no commit before (a failure's backoff, or the last commit's cost)
+	failures    int
+
+	compactedAt, collectedAt time.Time
+	maintaining              atomic.Bool // a compaction runs
+}
+
+// firstSeq returns the lowest position not yet committed, 0 when none.
+func (p *project) firstSeq() uint64 { return p.uncommitted }
+
+// applied records that the batch at seq, of n events, was applied.
+func (p *project) noteApplied(seq uint64, n int, received int64) {
+	p.applied = seq
+	p.received = max(p.received, received)
+	if p.uncommitted == 0 {
+		p.uncommitted = seq
+	}
+	if p.flushing && p.nextFirst == 0 {
+		p.nextFirst = seq
+	}
+	if !p.pending {
+		p.pending, p.since = true, time.Now()
+	}
+	p.pendingEvts += n
+}
+
+// New returns a Processor; Run starts it.
+func New(cfg Config, deps Deps) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Subscriber == nil:
+		return nil, errors.New("cannot create processor: no Subscriber")
+	case deps.Log == nil:
+		return nil, errors.New("cannot create processor: no Log")
+	case deps.Store == nil || deps.Reader == nil:
+		return nil, errors.New("cannot create processor: no rollups Store and Reader")
+	case deps.Bucket == nil:
+		return nil, errors.New("cannot create processor: no Bucket")
+	case deps.Catalog == nil:
+		return nil, errors.New("cannot create processor: no Catalog")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cl, err := channels.Default()
+	if err != nil {
+		return nil, fmt.Errorf("cannot create processor: %w", err)
+	}
+	return &Processor{
+		cfg:           cfg,
+		deps:          deps,
+		logger:        logger.With("component", "processor"),
+		cl:            cl,
+		projects:      map[string]*project{},
+		results:       make(chan commitResult, 64),
+		stopped:       make(chan struct{}),
+		sem:           make(chan struct{}, 2),
+		unknownWarned: map[string]bool{},
+	}, nil
+}
+
+// Stats returns the processor's counters.
+func (p *Processor) Stats() Stats {
+	return Stats{
+		Batches: p.stats.batches.Load(), Events: p.stats.events.Load(), Skipped: p.stats.skipped.Load(),
+		Corrupt: p.stats.corrupt.Load(), Commits: p.stats.commits.Load(), CommitFailures: p.stats.commitFailures.Load(),
+		Reloads: p.stats.reloads.Load(), TooLate: p.stats.tooLate.Load(), BytesWritten: p.stats.bytes.Load(),
+		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(),
+	}
+}
+
+// Ready reports whether the processor has re-read what it had
+// acknowledged but not committed before it started, and consumes the log.
+func (p *Processor) Ready() bool { return p.ready.Load() }
+
+// Run consumes the log until ctx ends, then commits what it has applied
+// and returns. It returns early only when the log cannot be read.
+func (p *Processor) Run(ctx context.Context) error {
+	defer func() {
+		close(p.stopped)
+		p.inflight.Wait()
+	}()
+	wm, err := p.readWatermark(ctx)
+	if err != nil {
+		return err
+	}
+	last, err := p.deps.Log.LastSeq(ctx, p.cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("cannot start processor: %w", err)
+	}
+	msgs, err := p.deps.Subscriber.Subscribe(ctx, p.cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("cannot start processor: cannot subscribe to %q: %w", p.cfg.Topic, err)
+	}
+	// Where does the consumer group stand? Its first delivery says; every
+	// message before it was acknowledged. The batches between the
+	// watermark and it may not be committed: read them back first, in
+	// log order.
+	var first *message.Message
+	select {
+	case m, ok := <-msgs:
+		if ok {
+			first = m
+		}
+	case <-time.After(p.cfg.StartWait):
+	case <-ctx.Done():
+	}
+	// Without a delivery within StartWait the group has nothing left to
+	// deliver: it acknowledged everything up to the end of the log.
+	gapEnd := last
+	if first != nil {
+		if s, ok := eventlog.Seq(first); ok {
+			gapEnd = s - 1
+		}
+	}
+	if err := p.fillGap(ctx, wm, gapEnd); err != nil {
+		if first != nil {
+			first.Nack()
+		}
+		p.shutdown()
+		return err
+	}
+	if wm > p.watermark.Load() {
+		p.watermark.Store(wm)
+	}
+	p.ready.Store(true)
+	p.logger.Info("processor started", "watermark", wm, "gap_to", gapEnd, "last_seq", last)
+	if first != nil {
+		p.handle(ctx, first)
+	}
+	tick := time.NewTicker(p.cfg.FlushInterval / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				p.shutdown()
+				return nil
+			}
+			p.handle(ctx, m)
+			p.flushDue(ctx, false)
+		case r := <-p.results:
+			p.done(ctx, r)
+		case <-tick.C:
+			p.flushDue(ctx, false)
+			p.writeWatermark(ctx, false)
+		case <-ctx.Done():
+			if p.crashOnStop.Load() {
+				return nil
+			}
+			p.shutdown()
+			return nil
+		}
+	}
+}
+
+// shutdown commits everything applied, waiting for commits in flight. A
+// commit that fails here is not retried: its batches are in the log above
+// the watermark and are read again at the next start.
+func (p *Processor) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CommitTimeout)
+	defer cancel()
+	if !p.waitCommits(ctx) {
+		return
+	}
+	for _, ps := range p.projects {
+		if ps.pending || ps.engine.Dirty() {
+			p.startCommit(ctx, ps)
+		}
+	}
+	if !p.waitCommits(ctx) {
+		return
+	}
+	p.writeWatermark(ctx, true)
+}
+
+// waitCommits waits for the commits in flight; false when ctx ended first.
+func (p *Processor) waitCommits(ctx context.Context) bool {
+	for slices.ContainsFunc(mapValues(p.projects), func(ps *project) bool { return ps.flushing }) {
+		select {
+		case r := <-p.results:
+			p.done(ctx, r)
+		case <-ctx.Done():
+			p.logger.Warn("processor stopped before its last commits finished; they are redone at the next start")
+			return false
+		}
+	}
+	return true
+}
+
+func mapValues[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// fillGap applies the batches at positions (from, to], read back one by
+// one.
+func (p *Processor) fillGap(ctx context.Context, from, to uint64) error {
+	if to <= from {
+		return nil
+	}
+	p.logger.Info("re-reading batches acknowledged before the last commit", "from", from+1, "to", to)
+	for seq := from + 1; seq <= to; seq++ {
+		m, err := p.deps.Log.GetMsg(ctx, p.cfg.Topic, seq)
+		if errors.Is(err, eventlog.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot re-read batch %d: %w", seq, err)
+		}
+		for {
+			err := p.apply(ctx, m, seq)
+			if err == nil {
+				break
+			}
+			p.logger.Warn("cannot apply a re-read batch; retrying", "seq", seq, "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p.cfg.RetryBackoff):
+			}
+		}
+		p.flushDue(ctx, false)
+		p.drainResults(ctx)
+	}
+	return nil
+}
+
+// drainResults handles the commit results available now.
+func (p *Processor) drainResults(ctx context.Context) {
+	for {
+		select {
+		case r := <-p.results:
+			p.done(ctx, r)
+		default:
+			return
+		}
+	}
+}
+
+// handle acknowledges one delivered message, then applies it. The
+// acknowledgement comes first so that the log fetches the next message
+// while this one is applied; a message acknowledged but not committed is
+// above the watermark and read again after a crash. When the message
+// cannot be applied now (the project's tables cannot be read), handle
+// retries until it can or ctx ends.
+func (p *Processor) handle(ctx context.Context, m *message.Message) {
+	seq, ok := eventlog.Seq(m)
+	m.Ack()
+	if !ok {
+		p.logger.Error("message without log position; skipping it", "uuid", m.UUID)
+		return
+	}
+	// Behind the log: many messages still to deliver, or this one stored
+	// a while ago.
+	pending, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaPending), 10, 64)
+	p.backlog = err == nil && pending > p.cfg.BacklogMessages
+	if at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime)); err == nil && time.Since(at) > p.cfg.BacklogLag {
+		p.backlog = true
+	}
+	wait := p.cfg.RetryBackoff
+	for {
+		err := p.apply(ctx, m, seq)
+		if err == nil {
+			return
+		}
+		p.logger.Warn("cannot apply batch now; retrying", "seq", seq, "retry_in", wait, "err", err)
+		p.drainResults(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// apply adds a batch to its project's state, unless the project's tables
+// hold it already.
+func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) error {
+	b, err := records.Decode(m.Payload)
+	if err != nil {
+		p.stats.corrupt.Add(1)
+		p.logger.Error("cannot decode batch; skipping it", "seq", seq, "err", err)
+		p.handled(seq)
+		return nil
+	}
+	ps, err := p.project(ctx, b.Project)
+	if err != nil {
+		return err
+	}
+	p.handled(seq)
+	if seq <= ps.applied {
+		p.stats.skipped.Add(1)
+		return nil
+	}
+	late := ps.engine.Stats().TooLate
+	n := ps.engine.AddBatch(b)
+	p.stats.batches.Add(1)
+	p.stats.events.Add(int64(n))
+	if d := ps.engine.Stats().TooLate - late; d > 0 {
+		p.stats.tooLate.Add(d)
+		p.logger.Warn("events for days already final were dropped (older than the late window)", "project", ps.id, "seq", seq, "events", d)
+	}
+	ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+	return nil
+}
+
+// handled records that every batch up to seq was applied or skipped.
+func (p *Processor) handled(seq uint64) {
+	if seq > p.lastSeq.Load() {
+		p.lastSeq.Store(seq)
+	}
+}
+
+// project returns the state of a project, building it from its tables
+// when this process has not seen the project yet.
+func (p *Processor) project(ctx context.Context, id string) (*project, error) {
+	if ps := p.projects[id]; ps != nil {
+		return ps, nil
+	}
+	ps, err := p.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p.projects[id] = ps
+	return ps, nil
+}
+
+// engineConfig derives a project's engine configuration from the catalog.
+func engineConfig(id string, st *catalog.State, cl *channels.Classifier, timeout time.Duration) (facts.Config, bool) {
+	cfg := facts.Config{Project: id, Location: time.UTC, ReportingCurrency: "EUR", Classifier: cl, VisitTimeout: timeout}
+	if st == nil {
+		return cfg, false
+	}
+	pr, ok := st.Project(id)
+	if !ok {
+		return cfg, false
+	}
+	cfg.Location = pr.Location()
+	if pr.ReportingCurrency != "" {
+		cfg.ReportingCurrency = pr.ReportingCurrency
+	}
+	cfg.Actions = st.Actions(id)
+	cfg.Segments = st.Segments(id)
+	return cfg, true
+}
+
+// load builds a project's state from its tables: the events table is read
+// and folded again, with the matches it was first processed with.
+func (p *Processor) load(ctx context.Context, id string) (*project, error) {
+	cfg, known := engineConfig(id, p.deps.Catalog.State(), p.cl, p.cfg.VisitTimeout)
+	if !known && !p.unknownWarned[id] {
+		p.unknownWarned[id] = true
+		p.logger.Warn("batch of a project the catalog does not know; using UTC and EUR", "project", id)
+	}
+	e, err := facts.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := p.deps.Reader.Refresh(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
+	}
+	m := sn.Manifest()
+	cp, err := parseCheckpoint(m.Checkpoint(p.cfg.Checkpoint))
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	horizon := int64(0)
+	if cp.Received > 0 {
+		horizon = cp.Received - p.cfg.LateWindow.Milliseconds()
+	}
+	n, err := foldEvents(ctx, sn, e, true, horizon)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
+	}
+	e.Settle()
+	if cp.Seq > 0 && cp.Segments != e.SegmentsFingerprint() {
+		// The segments changed while nobody processed the project.
+		e.RewriteMembers()
+	}
+	if horizon > 0 {
+		e.Freeze(horizon)
+	}
+	if m.Version > 0 {
+		p.logger.Info("project state rebuilt from its tables", "project", id, "events", n, "checkpoint", cp.Seq,
+			"version", m.Version, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return &project{id: id, engine: e, reporting: cfg.ReportingCurrency, segFP: e.SegmentsFingerprint(),
+		generation: m.Generation, committed: cp, committedRaw: m.Checkpoint(p.cfg.Checkpoint),
+		applied: cp.Seq, received: cp.Received}, nil
+}
+
+// foldEvents adds every row of the snapshot's events table to e, day by
+// day; days before horizon (epoch ms, 0: none) leave memory as the scan
+// passes them. derived keeps the stored catalog matches.
+func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, derived bool, horizon int64) (int64, error) {
+	var n int64
+	lastPart := ""
+	err := sn.Scan(ctx, TableEvents, rollups.ScanOptions{}, func(b rollups.Batch) error {
+		if b.Partition != lastPart {
+			if lastPart != "" && horizon > 0 {
+				if d, err := facts.ParseDay(b.Partition); err == nil {
+					e.Settle()
+					e.Freeze(min(horizon, e.DayStart(d)-2*86_400_000))
+				}
+			}
+			lastPart = b.Partition
+		}
+		r, err := newEventReader(b.Record)
+		if err != nil {
+			return err
+		}
+		rows := int(b.Record.NumRows())
+		for i := range rows {
+			e.Add(r.event(e, i, derived))
+		}
+		n += int64(rows)
+		return ctx.Err()
+	})
+	return n, err
+}
+
+// flushDue starts the commits that are due: every project with batches
+// waiting longer than the flush interval or more events than the limit
+// (all with pending batches when all is set).
+func (p *Processor) flushDue(ctx context.Context, all bool) {
+	now := time.Now()
+	interval := p.cfg.FlushInterval
+	if p.backlog {
+		interval = p.cfg.BacklogFlushInterval
+	}
+	for _, ps := range p.projects {
+		if ps.flushing || !ps.pending && !ps.engine.Dirty() {
+			continue
+		}
+		if !all && now.Before(ps.retryAt) {
+			continue
+		}
+		due := all || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
+		if !due {
+			continue
+		}
+		p.startCommit(ctx, ps)
+	}
+}
+
+// commitResult is the outcome of a commit in flight.
+type commitResult struct {
+	ps       *project
+	ch       *facts.Changes
+	cp       checkpoint
+	manifest *rollups.Manifest
+	bytes    int64
+	err      error
+	builtAt  int64
+	took     time.Duration
+}
+
+// startCommit takes the changes of a project and commits them in the
+// background.
+func (p *Processor) startCommit(ctx context.Context, ps *project) {
+	if st := p.deps.Catalog.State(); st != nil {
+		if pr, ok := st.Project(ps.id); ok {
+			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
+		}
+	}
+	ch := ps.engine.Flush()
+	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
+	if ch.Empty() && cp == ps.committed {
+		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
+		return
+	}
+	now := time.Now().UnixMilli()
+	var segs []segmentBuild
+	if len(ch.People) > 0 || len(ch.Members) > 0 || cp.Segments != ps.committed.Segments {
+		segs = segmentBuilds(p.deps.Catalog.State(), ps, now)
+	}
+	ps.flushing = true
+	ps.nextFirst = 0
+	ps.pending, ps.pendingEvts = false, 0
+	expect, gen := ps.committedRaw, ps.generation
+	reporting := ps.reporting
+	started := time.Now()
+	p.inflight.Add(1)
+	go func() {
+		defer p.inflight.Done()
+		p.sem <- struct{}{}
+		defer func() { <-p.sem }()
+		// The rows of ch are shared with the engine but never modified by
+		// it: they can be encoded while the engine goes on.
+		parts := recordsOf(ch, segs, reporting)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
+		defer cancel()
+		m, n, err := commit(cctx, p.deps.Store, p.cfg.Tables, ps.id, rollups.Live(ps.id), parts, p.cfg.Checkpoint, cp.String(),
+			func(m *rollups.Manifest) error {
+				if m.Checkpoint(p.cfg.Checkpoint) != expect || m.Generation != gen {
+					return fmt.Errorf("%w: project %q is at checkpoint %q generation %d, not %q generation %d",
+						ErrMoved, ps.id, m.Checkpoint(p.cfg.Checkpoint), m.Generation, expect, gen)
+				}
+				return nil
+			})
+		select {
+		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started)}:
+		case <-p.stopped:
+		}
+	}()
+}
+
+// segmentBuilds lists the segments of a project with their build time and
+// member counts.
+func segmentBuilds(st *catalog.State, ps *project, now int64) []segmentBuild {
+	if st == nil {
+		return []segmentBuild{}
+	}
+	segs := st.Segments(ps.id)
+	out := make([]segmentBuild, 0, len(segs))
+	for _, s := range segs {
+		out = append(out, segmentBuild{Ref: s.Ref, ID: s.ID, BuiltAt: now, Members: int64(ps.engine.Members(s.Ref))})
+	}
+	slices.SortFunc(out, func(a, b segmentBuild) int {
+		if a.Ref < b.Ref {
+			return -1
+		}
+		if a.Ref > b.Ref {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// done handles the outcome of a commit.
+func (p *Processor) done(ctx context.Context, r commitResult) {
+	ps := r.ps
+	ps.flushing = false
+	switch {
+	case r.err == nil:
+		p.stats.commits.Add(1)
+		p.stats.bytes.Add(r.bytes)
+		ps.committed = r.cp
+		ps.committedRaw = r.cp.String()
+		ps.generation = r.manifest.Generation
+		ps.uncommitted = ps.nextFirst
+		ps.failures = 0
+		// Commits rewrite whole partitions: under load, let a commit's cost
+		// set the pace so that commits take a bounded share of the time.
+		ps.retryAt = time.Now().Add(time.Duration(p.cfg.CommitPace * float64(r.took)))
+		if ps.received > 0 {
+			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
+		}
+		if p.deps.Segments != nil {
+			p.deps.Segments.apply(ps.id, r.manifest, r.ch)
+		}
+		p.maintain(ctx, ps)
+	case errors.Is(r.err, ErrMoved):
+		p.stats.reloads.Add(1)
+		p.logger.Warn("project tables moved on; rebuilding its state", "project", ps.id, "err", r.err)
+		p.reload(ctx, ps)
+	default:
+		p.stats.commitFailures.Add(1)
+		ps.engine.Restore(r.ch)
+		if !ps.pending {
+			ps.pending, ps.since = true, time.Now()
+		}
+		ps.failures++
+		wait := min(p.cfg.RetryBackoff<<min(ps.failures-1, 6), time.Minute)
+		ps.retryAt = time.Now().Add(wait)
+		p.logger.Warn("cannot commit facts; retrying", "project", ps.id, "retry_in", wait, "err", r.err)
+	}
+}
+
+// maintain compacts a project's tables (and collects unneeded files) in
+// the background when it is due.
+func (p *Processor) maintain(ctx context.Context, ps *project) {
+	now := time.Now()
+	if now.Sub(ps.compactedAt) < p.cfg.CompactInterval || ps.maintaining.Load() {
+		return
+	}
+	if ps.compactedAt.IsZero() {
+		// Not right after the start: the first interval passes first.
+		ps.compactedAt, ps.collectedAt = now, now
+		return
+	}
+	collect := now.Sub(ps.collectedAt) >= p.cfg.CollectInterval
+	ps.compactedAt = now
+	if collect {
+		ps.collectedAt = now
+	}
+	ps.maintaining.Store(true)
+	p.inflight.Add(1)
+	go func() {
+		defer p.inflight.Done()
+		defer ps.maintaining.Store(false)
+		p.sem <- struct{}{}
+		defer func() { <-p.sem }()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
+		defer cancel()
+		st, err := p.deps.Store.Compact(cctx, rollups.Live(ps.id))
+		if err != nil {
+			p.logger.Warn("cannot compact project tables", "project", ps.id, "err", err)
+		} else if st.Merges > 0 {
+			p.logger.Debug("compacted project tables", "project", ps.id, "merges", st.Merges, "inputs", st.Inputs, "rows", st.Rows)
+		}
+		if collect {
+			if _, err := p.deps.Store.Collect(cctx, ps.id); err != nil {
+				p.logger.Warn("cannot collect unneeded files", "project", ps.id, "err", err)
+			}
+		}
+	}()
+}
+
+// reload rebuilds a project's state from its tables after another
+// committer moved them, and applies again, read back from the log, the
+// batches it had applied that the tables do not hold.
+func (p *Processor) reload(ctx context.Context, ps *project) {
+	delete(p.projects, ps.id)
+	fresh, err := p.load(ctx, ps.id)
+	if err == nil {
+		err = p.reapply(ctx, fresh, ps.applied)
+	}
+	if err != nil {
+		// Keep the old state; try again later.
+		p.logger.Warn("cannot rebuild project state; retrying", "project", ps.id, "err", err)
+		ps.pending, ps.since = true, time.Time{}
+		ps.retryAt = time.Now().Add(p.cfg.RetryBackoff)
+		p.projects[ps.id] = ps
+		return
+	}
+	p.projects[ps.id] = fresh
+}
+
+// reapply applies the project's batches of positions after its
+// checkpoint up to to, read back from the log.
+func (p *Processor) reapply(ctx context.Context, ps *project, to uint64) error {
+	for seq := ps.applied + 1; seq <= to; seq++ {
+		m, err := p.deps.Log.GetMsg(ctx, p.cfg.Topic, seq)
+		if errors.Is(err, eventlog.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot re-read batch %d: %w", seq, err)
+		}
+		if id := m.Metadata.Get("project"); id != "" && id != ps.id {
+			continue
+		}
+		b, err := records.Decode(m.Payload)
+		if err != nil || b.Project != ps.id {
+			continue
+		}
+		ps.engine.AddBatch(b)
+		ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+	}
+	return nil
+}
+
+// watermarkDoc is the content of the watermark object.
+type watermarkDoc struct {
+	Seq uint64 `json:"seq"`
+}
+
+func (p *Processor) readWatermark(ctx context.Context) (uint64, error) {
+	data, _, err := storage.ReadAll(ctx, p.deps.Bucket, p.cfg.WatermarkKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the processor watermark %q: %w", p.cfg.WatermarkKey, err)
+	}
+	var w watermarkDoc
+	if err := json.Unmarshal(data, &w); err != nil {
+		return 0, fmt.Errorf("cannot read the processor watermark %q: %w", p.cfg.WatermarkKey, err)
+	}
+	return w.Seq, nil
+}
+
+// writeWatermark stores the position below which every batch is
+// committed: the lowest position not committed of any project, less one;
+// the last position handled when everything is committed.
+func (p *Processor) writeWatermark(ctx context.Context, force bool) {
+	if !p.ready.Load() {
+		return
+	}
+	if !force && time.Since(p.watermarkAt) < p.cfg.WatermarkInterval {
+		return
+	}
+	safe := p.lastSeq.Load()
+	for _, ps := range p.projects {
+		if s := ps.firstSeq(); s > 0 && s-1 < safe {
+			safe = s - 1
+		}
+	}
+	if safe <= p.watermark.Load() {
+		return
+	}
+	data, _ := json.Marshal(watermarkDoc{Seq: safe})
+	if _, err := p.deps.Bucket.Put(ctx, p.cfg.WatermarkKey, bytes.NewReader(data)); err != nil {
+		p.logger.Warn("cannot write the processor watermark", "err", err)
+		return
+	}
+	p.watermark.Store(safe)
+	p.watermarkAt = time.Now()
+}

@@ -1,0 +1,700 @@
+package processor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/rollups"
+)
+
+// The tables the processor writes (docs/processor.md, "Tables"). Every
+// string column is nullable: null where the fact is absent.
+
+// Table names.
+const (
+	TableEvents      = "events"
+	TableVisits      = "visits"
+	TableConversions = "conversions"
+	TablePeople      = "people"
+	TableIdentities  = "identities"
+	TableMembers     = "segment_members"
+	TableSegments    = "segments"
+)
+
+// segmentsPartition is the one partition of the segments table.
+const segmentsPartition = "all"
+
+var (
+	tsType   = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	uuidType = &arrow.FixedSizeBinaryType{ByteWidth: 16}
+	str      = arrow.BinaryTypes.String
+	i64      = arrow.PrimitiveTypes.Int64
+	i32      = arrow.PrimitiveTypes.Int32
+	boolean  = arrow.FixedWidthTypes.Boolean
+)
+
+func field(name string, t arrow.DataType, nullable bool) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: nullable}
+}
+
+// Column order of the events table; eventsTable() builds it.
+var eventsSchema = arrow.NewSchema([]arrow.Field{
+	field("unit", uuidType, true),
+	field("time", tsType, false),
+	field("id", uuidType, false),
+	field("name", str, false),
+	field("source", str, true),
+	field("consented", boolean, false),
+	field("server", boolean, false),
+	field("origin", str, true),
+	field("path", str, true),
+	field("query", str, true),
+	field("title", str, true),
+	field("referrer", str, true),
+	field("user_id", str, true),
+	field("session_id", uuidType, true),
+	field("properties", str, true),
+	field("revenue", str, true),
+	field("currency", str, true),
+	field("country", str, true),
+	field("region", str, true),
+	field("device", str, true),
+	field("browser", str, true),
+	field("os", str, true),
+	field("locale", str, true),
+	field("actions", str, true),
+	field("value", i64, true),
+	field("value_currency", str, true),
+	field("purchase", boolean, false),
+	field("visit", uuidType, true),
+	field("channel", str, true),
+}, nil)
+
+var visitsSchema = arrow.NewSchema([]arrow.Field{
+	field("unit", uuidType, true),
+	field("start", tsType, false),
+	field("id", uuidType, false),
+	field("end", tsType, false),
+	field("person", uuidType, true),
+	field("session", boolean, false),
+	field("events", i32, false),
+	field("pageviews", i32, false),
+	field("consented", boolean, false),
+	field("channel", str, false),
+	field("source", str, true),
+	field("medium", str, true),
+	field("campaign", str, true),
+	field("term", str, true),
+	field("content", str, true),
+	field("ad_platform", str, true),
+	field("click_id", str, true),
+	field("referrer_host", str, true),
+	field("referrer_name", str, true),
+	field("landing_host", str, true),
+	field("landing_path", str, true),
+	field("exit_path", str, true),
+	field("country", str, true),
+	field("region", str, true),
+	field("device", str, true),
+	field("browser", str, true),
+	field("os", str, true),
+	field("locale", str, true),
+	field("source_id", str, true),
+}, nil)
+
+var conversionsSchema = arrow.NewSchema([]arrow.Field{
+	field("action", str, false),
+	field("time", tsType, false),
+	field("event_id", uuidType, false),
+	field("role", str, true),
+	field("owner", uuidType, true),
+	field("unit", uuidType, true),
+	field("visit", uuidType, true),
+	field("value", i64, true),
+	field("currency", str, true),
+	field("consented", boolean, false),
+}, nil)
+
+func touchFields(p string) []arrow.Field {
+	return []arrow.Field{
+		field(p+"_channel", str, false),
+		field(p+"_source", str, true),
+		field(p+"_medium", str, true),
+		field(p+"_campaign", str, true),
+		field(p+"_landing", str, true),
+		field(p+"_ad_platform", str, true),
+	}
+}
+
+var peopleSchema = arrow.NewSchema(concat(
+	[]arrow.Field{
+		field("ref", uuidType, false),
+		field("user_id", str, true),
+		field("known", boolean, false),
+		field("name", str, true),
+		field("email", str, true),
+		field("stage", str, false),
+		field("first_seen", tsType, false),
+		field("last_seen", tsType, false),
+		field("visits", i64, false),
+		field("active_days", i64, false),
+		field("events", i64, false),
+		field("pageviews", i64, false),
+		field("orders", i64, false),
+		field("revenue", str, true),
+		field("value", i64, false),
+	},
+	touchFields("ft"),
+	touchFields("lt"),
+	[]arrow.Field{
+		field("country", str, true),
+		field("region", str, true),
+		field("device", str, true),
+		field("browser", str, true),
+		field("os", str, true),
+		field("locale", str, true),
+		field("last_path", str, true),
+		field("traits", str, true),
+		field("browsers", i64, false),
+		field("shared_browser", boolean, false),
+		field("first_purchase", tsType, true),
+		field("intent", boolean, false),
+	},
+), nil)
+
+var identitiesSchema = arrow.NewSchema([]arrow.Field{
+	field("unit", uuidType, false),
+	field("person", uuidType, false),
+	field("claimed_at", tsType, false),
+	field("shared", boolean, false),
+}, nil)
+
+var membersSchema = arrow.NewSchema([]arrow.Field{
+	field("segment", str, false),
+	field("person", uuidType, false),
+}, nil)
+
+var segmentsSchema = arrow.NewSchema([]arrow.Field{
+	field("segment", str, false),
+	field("id", str, false),
+	field("built_at", tsType, false),
+	field("members", i64, false),
+}, nil)
+
+func concat(parts ...[]arrow.Field) []arrow.Field {
+	var out []arrow.Field
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// Tables returns the definitions of the processor's tables.
+func Tables() map[string]*rollups.Table {
+	return map[string]*rollups.Table{
+		TableEvents: {Name: TableEvents, Schema: eventsSchema, SortKey: []string{"unit", "time", "id"},
+			NoDictionary: []string{"time", "id", "unit", "session_id"}},
+		TableVisits: {Name: TableVisits, Schema: visitsSchema, SortKey: []string{"unit", "start", "id"},
+			NoDictionary: []string{"start", "end", "id", "unit", "person"}},
+		TableConversions: {Name: TableConversions, Schema: conversionsSchema, SortKey: []string{"action", "time", "event_id"},
+			NoDictionary: []string{"time", "event_id", "owner", "unit", "visit"}},
+		TablePeople:     {Name: TablePeople, Schema: peopleSchema, SortKey: []string{"ref"}, NoDictionary: []string{"ref", "first_seen", "last_seen"}},
+		TableIdentities: {Name: TableIdentities, Schema: identitiesSchema, SortKey: []string{"unit"}, NoDictionary: []string{"unit", "claimed_at"}},
+		TableMembers:    {Name: TableMembers, Schema: membersSchema, SortKey: []string{"segment", "person"}},
+		TableSegments:   {Name: TableSegments, Schema: segmentsSchema, SortKey: []string{"segment"}},
+	}
+}
+
+// builder wraps a RecordBuilder with appenders that turn the engine's
+// zero values into nulls.
+type builder struct {
+	rb  *array.RecordBuilder
+	col int
+}
+
+func newBuilder(s *arrow.Schema, n int) *builder {
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	rb.Reserve(n)
+	return &builder{rb: rb}
+}
+
+func (b *builder) next() array.Builder {
+	f := b.rb.Field(b.col)
+	b.col++
+	return f
+}
+
+func (b *builder) row() { b.col = 0 }
+
+func (b *builder) str(s string) {
+	f := b.next().(*array.StringBuilder)
+	if s == "" {
+		f.AppendNull()
+		return
+	}
+	f.Append(s)
+}
+
+func (b *builder) strReq(s string) { b.next().(*array.StringBuilder).Append(s) }
+
+func (b *builder) uuid(r facts.Ref) {
+	f := b.next().(*array.FixedSizeBinaryBuilder)
+	if r.IsZero() {
+		f.AppendNull()
+		return
+	}
+	f.Append(r[:])
+}
+
+func (b *builder) uuidReq(r facts.Ref) { b.next().(*array.FixedSizeBinaryBuilder).Append(r[:]) }
+
+func (b *builder) ts(ms int64) { b.next().(*array.TimestampBuilder).Append(arrow.Timestamp(ms)) }
+
+func (b *builder) tsOpt(ms int64) {
+	f := b.next().(*array.TimestampBuilder)
+	if ms == 0 {
+		f.AppendNull()
+		return
+	}
+	f.Append(arrow.Timestamp(ms))
+}
+
+func (b *builder) i64(v int64) { b.next().(*array.Int64Builder).Append(v) }
+
+func (b *builder) i64Opt(v int64, ok bool) {
+	f := b.next().(*array.Int64Builder)
+	if !ok {
+		f.AppendNull()
+		return
+	}
+	f.Append(v)
+}
+
+func (b *builder) i32(v int32) { b.next().(*array.Int32Builder).Append(v) }
+
+func (b *builder) bool(v bool) { b.next().(*array.BooleanBuilder).Append(v) }
+
+func (b *builder) record() arrow.Record {
+	r := b.rb.NewRecord()
+	b.rb.Release()
+	return r
+}
+
+func eventsRecord(rows []facts.EventRow) arrow.Record {
+	b := newBuilder(eventsSchema, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		c := r.Client
+		b.row()
+		b.uuid(r.Unit)
+		b.ts(r.Time)
+		b.uuidReq(r.ID)
+		b.strReq(r.Name)
+		b.str(c.Source)
+		b.bool(c.Consented)
+		b.bool(c.Server)
+		b.str(r.Origin)
+		b.str(r.Path)
+		b.str(r.Query)
+		b.str(r.Title)
+		b.str(r.Referrer)
+		b.str(r.UserID)
+		b.uuid(r.SessionID)
+		b.str(r.Properties)
+		b.str(r.Revenue)
+		b.str(r.Currency)
+		b.str(c.Country)
+		b.str(c.Region)
+		b.str(c.Device)
+		b.str(c.Browser)
+		b.str(c.OS)
+		b.str(c.Locale)
+		b.str(r.Actions)
+		b.i64Opt(r.Value, r.HasValue)
+		b.str(r.ValueCurrency)
+		b.bool(r.Purchase)
+		// A visit from a sessionId is that sessionId: not repeated.
+		if r.Visit == r.SessionID {
+			b.uuid(facts.Ref{})
+		} else {
+			b.uuid(r.Visit)
+		}
+		b.str(r.Channel)
+	}
+	return b.record()
+}
+
+func visitsRecord(rows []facts.VisitRow) arrow.Record {
+	b := newBuilder(visitsSchema, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		c := r.Client
+		if c == nil {
+			c = &facts.Client{}
+		}
+		b.row()
+		b.uuid(r.Unit)
+		b.ts(r.Start)
+		b.uuidReq(r.ID)
+		b.ts(r.End)
+		// The person is the unit itself unless it differs.
+		if r.Person == r.Unit {
+			b.uuid(facts.Ref{})
+		} else {
+			b.uuid(r.Person)
+		}
+		b.bool(r.Session)
+		b.i32(r.Events)
+		b.i32(r.Pageviews)
+		b.bool(r.Consented)
+		b.strReq(r.Touch.Channel)
+		b.str(r.Touch.Source)
+		b.str(r.Touch.Medium)
+		b.str(r.Touch.Campaign)
+		b.str(r.Touch.Term)
+		b.str(r.Touch.Content)
+		b.str(r.Touch.AdPlatform)
+		b.str(r.Touch.ClickID)
+		b.str(r.Touch.RefHost)
+		b.str(r.Touch.RefName)
+		b.str(r.LandingHost)
+		b.str(r.LandingPath)
+		b.str(r.ExitPath)
+		b.str(c.Country)
+		b.str(c.Region)
+		b.str(c.Device)
+		b.str(c.Browser)
+		b.str(c.OS)
+		b.str(c.Locale)
+		b.str(c.Source)
+	}
+	return b.record()
+}
+
+func conversionsRecord(rows []facts.ConversionRow) arrow.Record {
+	b := newBuilder(conversionsSchema, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		b.row()
+		b.strReq(r.Action)
+		b.ts(r.Time)
+		b.uuidReq(r.EventID)
+		b.str(r.Role)
+		// The owner is the unit itself unless it differs.
+		if r.Owner == r.Unit {
+			b.uuid(facts.Ref{})
+		} else {
+			b.uuid(r.Owner)
+		}
+		b.uuid(r.Unit)
+		b.uuid(r.Visit)
+		b.i64Opt(r.Value, r.HasValue)
+		b.str(r.Currency)
+		b.bool(r.Consented)
+	}
+	return b.record()
+}
+
+// moneyJSON writes amounts as [{"currency":"EUR","amount":12.5}], the
+// reporting currency first, then by currency; "" when empty.
+func moneyJSON(m facts.Money, reporting string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteByte('[')
+	first := true
+	write := func(a facts.Amount) {
+		if !first {
+			sb.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&sb, `{"currency":%q,"amount":%s}`, a.Currency, facts.FormatAmount(a.Micro))
+	}
+	for _, a := range m {
+		if a.Currency == reporting {
+			write(a)
+		}
+	}
+	for _, a := range m {
+		if a.Currency != reporting {
+			write(a)
+		}
+	}
+	sb.WriteByte(']')
+	return sb.String()
+}
+
+func (b *builder) touch(t facts.Touch) {
+	b.strReq(t.Channel)
+	b.str(t.Source)
+	b.str(t.Medium)
+	b.str(t.Campaign)
+	b.str(t.Landing)
+	b.str(t.AdPlatform)
+}
+
+func peopleRecord(rows []*facts.PersonRow, reporting string) arrow.Record {
+	b := newBuilder(peopleSchema, len(rows))
+	for _, r := range rows {
+		b.row()
+		b.uuidReq(r.Ref)
+		b.str(r.UserID)
+		b.bool(r.Known)
+		if r.HasName {
+			b.strReq(r.Name)
+		} else {
+			b.str("")
+		}
+		if r.HasEmail {
+			b.strReq(r.Email)
+		} else {
+			b.str("")
+		}
+		b.strReq(r.Stage)
+		b.ts(r.FirstSeen)
+		b.ts(r.LastSeen)
+		b.i64(r.Visits)
+		b.i64(r.ActiveDays)
+		b.i64(r.Events)
+		b.i64(r.Pageviews)
+		b.i64(r.Orders)
+		b.str(moneyJSON(r.Revenue, reporting))
+		b.i64(r.Value)
+		b.touch(r.FirstTouch)
+		b.touch(r.LastTouch)
+		b.str(r.Country)
+		b.str(r.Region)
+		b.str(r.Device)
+		b.str(r.Browser)
+		b.str(r.OS)
+		b.str(r.Locale)
+		b.str(r.LastPath)
+		b.str(r.Traits)
+		b.i64(r.Browsers)
+		b.bool(r.SharedBrowser)
+		b.tsOpt(r.FirstPurchase)
+		b.bool(r.Intent)
+	}
+	return b.record()
+}
+
+func identitiesRecord(rows []facts.IdentityRow) arrow.Record {
+	b := newBuilder(identitiesSchema, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		b.row()
+		b.uuidReq(r.Unit)
+		b.uuidReq(r.Person)
+		b.ts(r.ClaimedAt)
+		b.bool(r.Shared)
+	}
+	return b.record()
+}
+
+func membersRecord(rows []facts.MemberRow) arrow.Record {
+	b := newBuilder(membersSchema, len(rows))
+	for i := range rows {
+		b.row()
+		b.strReq(rows[i].Segment)
+		b.uuidReq(rows[i].Person)
+	}
+	return b.record()
+}
+
+// segmentBuild is a row of the segments table.
+type segmentBuild struct {
+	Ref, ID string
+	BuiltAt int64
+	Members int64
+}
+
+func segmentsRecord(rows []segmentBuild) arrow.Record {
+	b := newBuilder(segmentsSchema, len(rows))
+	for _, r := range rows {
+		b.row()
+		b.strReq(r.Ref)
+		b.strReq(r.ID)
+		b.ts(r.BuiltAt)
+		b.i64(r.Members)
+	}
+	return b.record()
+}
+
+// columns gives typed access to the columns of a scanned record by name.
+type columns struct {
+	rec arrow.Record
+	idx map[string]int
+}
+
+func newColumns(rec arrow.Record) (*columns, error) {
+	c := &columns{rec: rec, idx: map[string]int{}}
+	for i, f := range rec.Schema().Fields() {
+		c.idx[f.Name] = i
+	}
+	return c, nil
+}
+
+func (c *columns) col(name string) (arrow.Array, error) {
+	i, ok := c.idx[name]
+	if !ok {
+		return nil, fmt.Errorf("column %q is missing", name)
+	}
+	return c.rec.Column(i), nil
+}
+
+// eventReader reads rows of the events table back as events.
+type eventReader struct {
+	unit, time, id, name, source, consented, server, origin, path, query, title, referrer,
+	user, session, props, revenue, currency, country, region, device, browser, os, locale,
+	actions, value, valueCurrency, purchase arrow.Array
+}
+
+func newEventReader(rec arrow.Record) (*eventReader, error) {
+	c, _ := newColumns(rec)
+	r := &eventReader{}
+	for _, x := range []struct {
+		name string
+		dst  *arrow.Array
+	}{
+		{"unit", &r.unit}, {"time", &r.time}, {"id", &r.id}, {"name", &r.name}, {"source", &r.source},
+		{"consented", &r.consented}, {"server", &r.server}, {"origin", &r.origin}, {"path", &r.path},
+		{"query", &r.query}, {"title", &r.title}, {"referrer", &r.referrer},
+		{"user_id", &r.user}, {"session_id", &r.session}, {"properties", &r.props}, {"revenue", &r.revenue},
+		{"currency", &r.currency}, {"country", &r.country}, {"region", &r.region}, {"device", &r.device},
+		{"browser", &r.browser}, {"os", &r.os}, {"locale", &r.locale}, {"actions", &r.actions},
+		{"value", &r.value}, {"value_currency", &r.valueCurrency}, {"purchase", &r.purchase},
+	} {
+		a, err := c.col(x.name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the events table: %w", err)
+		}
+		*x.dst = a
+	}
+	return r, nil
+}
+
+func strAt(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return ""
+	}
+	return a.(*array.String).Value(i)
+}
+
+func uuidAt(a arrow.Array, i int) (u facts.Ref) {
+	if a.IsNull(i) {
+		return u
+	}
+	copy(u[:], a.(*array.FixedSizeBinary).Value(i))
+	return u
+}
+
+func boolAt(a arrow.Array, i int) bool {
+	return !a.IsNull(i) && a.(*array.Boolean).Value(i)
+}
+
+// event returns row i as an event of engine e (strings interned, client
+// shared). derived keeps the catalog matches stored with the row (a
+// restart); without it the engine matches again (replay).
+func (r *eventReader) event(e *facts.Engine, i int, derived bool) facts.Event {
+	in := e.Intern
+	ev := facts.Event{
+		Time:       int64(r.time.(*array.Timestamp).Value(i)),
+		Name:       in(strAt(r.name, i)),
+		Origin:     in(strAt(r.origin, i)),
+		Path:       in(strAt(r.path, i)),
+		Query:      in(strAt(r.query, i)),
+		Title:      in(strAt(r.title, i)),
+		Referrer:   in(strAt(r.referrer, i)),
+		UserID:     in(strAt(r.user, i)),
+		Properties: strAt(r.props, i),
+		Revenue:    strAt(r.revenue, i),
+		Currency:   strAt(r.currency, i),
+	}
+	ev.ID = uuidAt(r.id, i)
+	ev.SessionID = uuidAt(r.session, i)
+	ev.Host = in(originHost(ev.Origin))
+	ev.Client = e.Client(facts.Client{
+		Source: strAt(r.source, i), Consented: boolAt(r.consented, i), Server: boolAt(r.server, i),
+		Country: strAt(r.country, i), Region: strAt(r.region, i), Device: strAt(r.device, i),
+		Browser: strAt(r.browser, i), OS: strAt(r.os, i), Locale: strAt(r.locale, i),
+	})
+	unit := uuidAt(r.unit, i)
+	switch {
+	case !ev.Client.Consented:
+		// A consentless event's unit is its visitor ref.
+		ev.Visitor = unit
+	case unit.IsZero():
+	case ev.UserID == "" || unit != e.UserRef(ev.UserID):
+		// The unit of a full event is its browser, when it has one.
+		ev.Browser = unit
+	}
+	if derived {
+		ev.Derived = true
+		ev.Actions = in(strAt(r.actions, i))
+		if !r.value.IsNull(i) {
+			ev.HasValue = true
+			ev.Value = r.value.(*array.Int64).Value(i)
+			ev.ValueCurrency = in(strAt(r.valueCurrency, i))
+		}
+		ev.Purchase = boolAt(r.purchase, i)
+	}
+	return ev
+}
+
+// originHost returns the host of scheme://host[:port].
+func originHost(o string) string {
+	if o == "" {
+		return ""
+	}
+	h := o
+	if i := strings.Index(h, "://"); i >= 0 {
+		h = h[i+3:]
+	}
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i >= 0 {
+			return h[:i+1]
+		}
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// checkpoint is what the processor commits with its data in each
+// project's manifest, under Config.Checkpoint.
+type checkpoint struct {
+	// Seq is the log position of the last batch of the project whose
+	// events the tables hold.
+	Seq uint64 `json:"seq"`
+	// Received is when the newest batch applied was received (epoch ms):
+	// events that can still arrive are no older than it minus the late
+	// window.
+	Received int64 `json:"received,omitempty"`
+	// Segments fingerprints the segment definitions the membership was
+	// built with.
+	Segments string `json:"segments,omitempty"`
+}
+
+func parseCheckpoint(s string) (checkpoint, error) {
+	var c checkpoint
+	if s == "" {
+		return c, nil
+	}
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return c, fmt.Errorf("cannot read processor checkpoint %q: %w", s, err)
+	}
+	return c, nil
+}
+
+func (c checkpoint) String() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
