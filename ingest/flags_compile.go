@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/mfhq/mf/evaluator"
 	"github.com/mfhq/mf/storage"
@@ -201,9 +200,9 @@ func (d *FlagDocuments) valuesEntries(ctx context.Context, pf *catalog.ProjectFl
 		if len(dst) > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendDocString(dst, keys[i])
+		dst = catalog.AppendJSONString(dst, keys[i])
 		dst = append(dst, ":["...)
-		dst = appendDocString(dst, r.Variant)
+		dst = catalog.AppendJSONString(dst, r.Variant)
 		if r.Value != nil {
 			dst = append(dst, ',')
 			dst = append(dst, r.Value...)
@@ -224,7 +223,7 @@ func appendValuesDocument(dst []byte, orig []string, entries []byte, at int64) [
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendDocString(dst, k)
+			dst = catalog.AppendJSONString(dst, k)
 		}
 		dst = append(dst, ']')
 	}
@@ -318,14 +317,14 @@ func appendStartedFlag(dst []byte, f *catalog.Flag, ref func(id string) string) 
 	dst = append(dst, '{')
 	if f.Counted != "" {
 		dst = append(dst, `"c":`...)
-		dst = appendDocString(dst, f.Counted)
+		dst = catalog.AppendJSONString(dst, f.Counted)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"d":`...)
-	dst = appendDocString(dst, f.Default)
+	dst = catalog.AppendJSONString(dst, f.Default)
 	if f.Experiment != "" {
 		dst = append(dst, `,"e":`...)
-		dst = appendDocString(dst, f.Experiment)
+		dst = catalog.AppendJSONString(dst, f.Experiment)
 	}
 	if f.Need != nil {
 		dst = append(dst, `,"need":`...)
@@ -342,7 +341,7 @@ func appendStartedFlag(dst []byte, f *catalog.Flag, ref func(id string) string) 
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendDocString(dst, k)
+			dst = catalog.AppendJSONString(dst, k)
 			dst = append(dst, ':')
 			dst = append(dst, f.Payloads[k]...)
 		}
@@ -356,11 +355,11 @@ func appendStartedFlag(dst []byte, f *catalog.Flag, ref func(id string) string) 
 		dst = appendRule(dst, r, ref)
 	}
 	dst = append(dst, `],"s":`...)
-	dst = appendDocString(dst, f.Seed)
+	dst = catalog.AppendJSONString(dst, f.Seed)
 	dst = append(dst, `,"t":`...)
-	dst = appendDocString(dst, f.Type)
+	dst = catalog.AppendJSONString(dst, f.Type)
 	dst = append(dst, `,"u":`...)
-	dst = appendDocString(dst, f.Unit)
+	dst = catalog.AppendJSONString(dst, f.Unit)
 	return append(dst, '}')
 }
 
@@ -383,7 +382,7 @@ func appendRule(dst []byte, r catalog.Rule, ref func(string) string) []byte {
 			}
 			if c.Kind == catalog.CondSegment {
 				dst = append(dst, `["s",`...)
-				dst = appendDocString(dst, ref(c.Segment))
+				dst = catalog.AppendJSONString(dst, ref(c.Segment))
 				if c.Not {
 					dst = append(dst, ",1"...)
 				}
@@ -391,9 +390,9 @@ func appendRule(dst []byte, r catalog.Rule, ref func(string) string) []byte {
 				continue
 			}
 			dst = append(dst, `["p",`...)
-			dst = appendDocString(dst, c.Property)
+			dst = catalog.AppendJSONString(dst, c.Property)
 			dst = append(dst, ',')
-			dst = appendDocString(dst, c.Op)
+			dst = catalog.AppendJSONString(dst, c.Op)
 			dst = append(dst, ',')
 			dst = append(dst, c.Value...)
 			dst = append(dst, ']')
@@ -413,7 +412,7 @@ func appendRule(dst []byte, r catalog.Rule, ref func(string) string) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, '[')
-			dst = appendDocString(dst, w.Variant)
+			dst = catalog.AppendJSONString(dst, w.Variant)
 			dst = append(dst, ',')
 			dst = strconv.AppendInt(dst, int64(w.Weight), 10)
 			dst = append(dst, ']')
@@ -423,50 +422,9 @@ func appendRule(dst []byte, r catalog.Rule, ref func(string) string) []byte {
 	if r.X != "" {
 		comma()
 		dst = append(dst, `"x":`...)
-		dst = appendDocString(dst, r.X)
+		dst = catalog.AppendJSONString(dst, r.X)
 	}
 	return append(dst, '}')
-}
-
-// appendDocString writes s as a JSON string the way the catalog writes the
-// strings of compiled flags: only `"`, `\` and control characters escaped,
-// invalid UTF-8 replaced by U+FFFD.
-func appendDocString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c >= 0x20:
-				dst = append(dst, c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c == '\b':
-				dst = append(dst, '\\', 'b')
-			case c == '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }
 
 // gzipBytes compresses a document once, at compile time.

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"github.com/mfhq/mf/storage/catalog"
 	"slices"
 	"strconv"
 	"time"
@@ -131,7 +132,7 @@ func appendStringList(dst []byte, l []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendDocString(dst, s)
+		dst = catalog.AppendJSONString(dst, s)
 	}
 	return append(dst, ']')
 }

@@ -77,6 +77,12 @@ func canonicalRaw(raw []byte) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONString appends s as a JSON string the way compiled flags write
+// their strings: only `"`, `\` and control characters escaped, invalid
+// UTF-8 replaced by U+FFFD. The flag-document compiler uses it for what it
+// writes beside the catalog's compiled flags.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
