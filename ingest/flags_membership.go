@@ -2,10 +2,11 @@ package ingest
 
 import (
 	"context"
-	"github.com/mfhq/mf/storage/catalog"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mfhq/mf/storage/catalog"
 )
 
 // UnitKind says which id names a unit of a segment lookup.
