@@ -26,6 +26,11 @@ type AdminConfig struct {
 	// experiment (the flag service owns the format). Errors wrapping
 	// ErrNotFound answer 404, ErrRefused 422. Nil: the endpoint answers 501.
 	IssuePreviewToken func(ctx context.Context, project, flag string) (token string, expires time.Time, err error)
+	// Replay rebuilds a project's tables from its history (mf replay):
+	// from is a day YYYY-MM-DD or empty, source "archive" or "log". It
+	// answers what to report as JSON. Errors wrapping ErrNotFound answer
+	// 404, ErrRefused 422. Nil: the endpoint answers 501.
+	Replay func(ctx context.Context, project, from, source string) (any, error)
 	// Reporting issues app tokens and keeps recent access; nil when this
 	// process runs no reporting API (those endpoints then answer 501).
 	Reporting *Reporting
@@ -78,6 +83,7 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
+	g.Post("/projects/:project/replay", a.replay)
 	g.Post("/users/:user/app-tokens", a.issueAppTokens)
 	g.Post("/app-tokens/refresh", a.refreshAppTokens)
 	g.Post("/app-tokens/revoke", a.revokeAppTokens)
@@ -227,6 +233,20 @@ func (a *Admin) previewToken(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"token": tok, "parameter": "svc-preview-token",
 		"expiresAt": exp.UTC().Format(time.RFC3339Nano)})
+}
+
+// replay rebuilds a project's tables: POST
+// /admin/v1/projects/{id}/replay?from=YYYY-MM-DD&source=archive|log. It
+// answers when the rebuilt tables are live.
+func (a *Admin) replay(c *fiber.Ctx) error {
+	if a.cfg.Replay == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process cannot replay"})
+	}
+	out, err := a.cfg.Replay(c.UserContext(), c.Params("project"), c.Query("from"), c.Query("source"))
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.JSON(out)
 }
 
 // hookError answers an error of a reporting hook by the sentinel it wraps.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/mfhq/mf/api"
 	"github.com/mfhq/mf/ingest"
+	"github.com/mfhq/mf/processor"
+	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
@@ -76,6 +78,9 @@ type service struct {
 	log       *eventlog.Log
 	cat       *catalog.Catalog
 	flags     *ingest.FlagDocuments
+	reader    *rollups.Reader
+	segments  *processor.Segments
+	proc      *runningProcessor
 	reporting *api.Reporting
 	ingest    *ingest.Server
 	servers   []*httpServer
@@ -195,6 +200,26 @@ func (s *service) open(ctx context.Context) error {
 		s.logger.Info("provisioning file applied", "file", s.cfg.Provision, "changes", len(res.Changes), "version", res.Version)
 	}
 
+	rd, err := rollups.NewReader(b, rollups.DefaultReaderConfig(), s.logger)
+	if err != nil {
+		return fmt.Errorf("cannot open the tables: %w", err)
+	}
+	s.reader = rd
+	if s.roles.has(roleIngest) || s.roles.has(roleProcess) {
+		segs, err := processor.NewSegments(rd, processor.DefaultSegmentsConfig(), s.logger)
+		if err != nil {
+			return fmt.Errorf("cannot open segment membership: %w", err)
+		}
+		s.segments = segs
+	}
+	if s.roles.has(roleProcess) {
+		proc, err := startProcessor(ctx, processor.DefaultConfig(), lg, b, rd, cat, s.segments, s.logger)
+		if err != nil {
+			return err
+		}
+		s.proc = proc
+	}
+
 	if s.roles.has(roleAPI) {
 		rcfg := api.DefaultReportingConfig()
 		rcfg.PublicURL = s.cfg.APIPublicURL
@@ -213,7 +238,7 @@ func (s *service) open(ctx context.Context) error {
 		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
 		icfg.Limits = icfg.Limits.Scaled(scale)
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
-			Flags: flags, Membership: ingest.NoMembership{}}, s.logger)
+			Flags: flags, Membership: segmentMembership{s.segments}}, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the ingest service: %w", err)
 		}
@@ -257,6 +282,7 @@ func (s *service) serveHTTP() error {
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
 			acfg.Reporting = s.reporting
+			acfg.Replay = replayer{bucket: s.bucket, log: s.log, cat: s.cat, reader: s.reader, logger: s.logger}.replay
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {
@@ -267,7 +293,7 @@ func (s *service) serveHTTP() error {
 				}
 				return tok.Token, tok.ExpiresAt, err
 			}
-			app, err = api.NewAdmin(acfg, s.cat, s.ready.Load, s.logger)
+			app, err = api.NewAdmin(acfg, s.cat, s.isReady, s.logger)
 		}
 		if err != nil {
 			return fmt.Errorf("cannot build the %s API: %w", hs.name, err)
@@ -277,6 +303,16 @@ func (s *service) serveHTTP() error {
 		hs.ln.open()
 	}
 	return nil
+}
+
+// isReady is the admin listener's readiness: the process is started and,
+// in `mf process`, the processor has caught up with what it had consumed
+// but not committed before it started.
+func (s *service) isReady() bool {
+	if !s.ready.Load() {
+		return false
+	}
+	return s.roles != roleProcess || s.proc.p.Ready()
 }
 
 func (s *service) firstServeError() <-chan error {
@@ -310,6 +346,12 @@ func (s *service) shutdown() error {
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.proc != nil {
+		// What was consumed is committed before the log closes.
+		if err := s.proc.stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}

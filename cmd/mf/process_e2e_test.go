@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/mfhq/mf/processor"
+	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage"
+)
+
+const demoProject = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c03"
+
+// browserUA is what the load sends as User-Agent: a browser, not a bot.
+const browserUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+
+// trafficBatch is one batch of generated traffic with its fixed id.
+type trafficBatch struct {
+	id   string
+	body []byte
+}
+
+// genTraffic builds a typical site's traffic as website batches of the
+// demo project: visitors with one to three visits of a few pageviews,
+// referrers, UTM tags and click ids, sign-ins (some on a shared browser),
+// carts and orders. Every event has a fixed id and time, so two runs send
+// exactly the same events. The batches are cut from a shuffled event list:
+// events reach the processor out of time order.
+func genTraffic(seed uint64, events int, base time.Time) []trafficBatch {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	referrers := []string{"", "", "", "https://www.google.com/", "https://duckduckgo.com/", "https://news.ycombinator.com/item?id=1",
+		"https://www.facebook.com/", "https://chatgpt.com/", "https://shop.example/old"}
+	tags := []string{"", "", "", "", "?utm_source=newsletter&utm_medium=email&utm_campaign=spring", "?gclid=abc123",
+		"?utm_source=linkedin&utm_medium=paid_social", "?fbclid=xyz", "?utm_campaign=launch"}
+	var evs []string
+	n := 0
+	for v := 0; n < events; v++ {
+		anon := fmt.Sprintf("anon-%d-%d", seed, v)
+		var user string
+		if rng.IntN(10) == 0 {
+			user = fmt.Sprintf("user-%d", rng.IntN(v/3+1)) // sometimes a second person on a browser
+		}
+		t := base.Add(time.Duration(rng.IntN(72*60)) * time.Minute)
+		for visit := 0; visit < 1+rng.IntN(3) && n < events; visit++ {
+			ref := referrers[rng.IntN(len(referrers))]
+			tag := tags[rng.IntN(len(tags))]
+			for pv := 0; pv < 2+rng.IntN(5) && n < events; pv++ {
+				path := fmt.Sprintf("/p/%d", rng.IntN(300))
+				if pv == 0 && rng.IntN(5) == 0 {
+					path = "/pricing"
+				}
+				url := "https://shop.example" + path
+				page := fmt.Sprintf(`{"url":%q,"title":"Page %s"}`, url, path)
+				if pv == 0 {
+					page = fmt.Sprintf(`{"url":%q,"title":"Landing","referrer":%q}`, url+tag, ref)
+				}
+				uid := ""
+				if user != "" && visit > 0 {
+					uid = fmt.Sprintf(`,"userId":%q`, user)
+				}
+				evs = append(evs, fmt.Sprintf(`{"id":%q,"name":"$pageview","time":%d,"anonymousId":%q%s,"page":%s}`,
+					eventID(seed, n), t.UnixMilli(), anon, uid, page))
+				n++
+				t = t.Add(time.Duration(10+rng.IntN(300)) * time.Second)
+				if n < events && rng.IntN(12) == 0 {
+					evs = append(evs, fmt.Sprintf(`{"id":%q,"name":"cart_added","time":%d,"anonymousId":%q%s}`,
+						eventID(seed, n), t.UnixMilli(), anon, uid))
+					n++
+					if n < events && rng.IntN(3) == 0 {
+						evs = append(evs, fmt.Sprintf(`{"id":%q,"name":"order_completed","time":%d,"anonymousId":%q%s,"properties":{"total":%d.5,"currency":"EUR"}}`,
+							eventID(seed, n), t.Add(time.Second).UnixMilli(), anon, uid, 10+rng.IntN(200)))
+						n++
+					}
+				}
+			}
+			if user != "" && visit == 0 && n < events {
+				evs = append(evs, fmt.Sprintf(`{"id":%q,"name":"$identify","time":%d,"anonymousId":%q,"userId":%q,"properties":{"name":"Person %s","email":"%s@example.com"}}`,
+					eventID(seed, n), t.UnixMilli(), anon, user, user, user))
+				n++
+			}
+			t = t.Add(time.Duration(31+rng.IntN(600)) * time.Minute)
+		}
+	}
+	rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	var out []trafficBatch
+	for i := 0; i < len(evs); i += 50 {
+		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", seed, i/50)
+		out = append(out, trafficBatch{id: id, body: batchBody(id, "full", evs[i:min(i+50, len(evs))]...)})
+	}
+	return out
+}
+
+func eventID(seed uint64, n int) string {
+	return fmt.Sprintf("%08x-1111-4000-8000-%012x", seed, n)
+}
+
+// sendTraffic sends every batch with 4 clients to *base, retrying each
+// until it is accepted (202), across restarts of the server; sent counts
+// the batches accepted.
+func sendTraffic(t *testing.T, base *atomic.Pointer[string], batches []trafficBatch, sent *atomic.Int64) {
+	t.Helper()
+	work := make(chan trafficBatch)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				for attempt := 0; ; attempt++ {
+					if attempt == 3000 {
+						t.Errorf("batch %s was never accepted", b.id)
+						return
+					}
+					code, _, resp, err := tryDo("POST", *base.Load()+"/v1/batch/"+demoWebsiteKey, b.body,
+						"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
+					if err == nil && code == 202 {
+						sent.Add(1)
+						break
+					}
+					if err == nil && code != 503 && code != 429 {
+						t.Errorf("batch %s: unexpected %d %s", b.id, code, resp)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	for _, b := range batches {
+		work <- b
+	}
+	close(work)
+	wg.Wait()
+}
+
+// tableRows reads every table of a project from a data directory's object
+// store as sorted lines of all columns but those that record when a
+// commit happened.
+func tableRows(t *testing.T, data, project string) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rcfg := rollups.DefaultReaderConfig()
+	rcfg.Freshness = 0
+	rd, err := rollups.NewReader(b, rcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := rd.Snapshot(ctx, project)
+	if err != nil {
+		t.Fatalf("cannot read the tables of %s: %v", project, err)
+	}
+	// Segment refs are drawn at provisioning: each data directory has its
+	// own. Rows name segments by id instead.
+	skip := map[string]bool{"segments.built_at": true, "segments.segment": true}
+	ids := map[string]string{}
+	err = sn.Scan(ctx, processor.TableSegments, rollups.ScanOptions{Columns: []string{"segment", "id"}}, func(bt rollups.Batch) error {
+		for i := 0; i < int(bt.Record.NumRows()); i++ {
+			ids[cell(bt.Record.Column(0), i)] = cell(bt.Record.Column(1), i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for name := range processor.Tables() {
+		var rows []string
+		err := sn.Scan(ctx, name, rollups.ScanOptions{}, func(bt rollups.Batch) error {
+			rec := bt.Record
+			for i := 0; i < int(rec.NumRows()); i++ {
+				var sb strings.Builder
+				for c, f := range rec.Schema().Fields() {
+					if skip[name+"."+f.Name] {
+						continue
+					}
+					v := cell(rec.Column(c), i)
+					if name == processor.TableMembers && f.Name == "segment" {
+						v = "id:" + ids[v]
+					}
+					fmt.Fprintf(&sb, "%s=%s ", f.Name, v)
+				}
+				rows = append(rows, sb.String())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("cannot scan %s: %v", name, err)
+		}
+		slices.Sort(rows)
+		out[name] = rows
+	}
+	return out
+}
+
+// customersSegment is the segment customersDemo adds, and vipFlag the flag
+// that tests it.
+const (
+	customersSegment = "0b0c0d0e-1f20-4a3b-8c4d-5e6f70818293"
+	vipFlag          = "vip-banner"
+)
+
+// customersDemo writes the demo provisioning file with a segment of every
+// customer and a flag that tests it, and returns its path.
+func customersDemo(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(demoFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	proj := f["organizations"].([]any)[0].(map[string]any)["projects"].([]any)[0].(map[string]any)
+	proj["segments"] = append(proj["segments"].([]any), map[string]any{"id": customersSegment, "name": "Customers",
+		"filters": []any{map[string]any{"field": "stage", "op": "is", "value": "customer"}}})
+	proj["flags"] = append(proj["flags"].([]any), map[string]any{"key": vipFlag, "name": "VIP banner", "readBy": "both",
+		"t": "b", "u": "b", "d": "off", "r": []any{map[string]any{"if": []any{[]any{"s", customersSegment}}, "x": "on"}}})
+	out, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "provision.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func cell(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return "null"
+	}
+	if fb, ok := a.(*array.FixedSizeBinary); ok {
+		return hex.EncodeToString(fb.Value(i))
+	}
+	return a.ValueStr(i)
+}
+
+// eventsStored counts the rows of the demo project's events table, 0
+// before the first commit.
+func eventsStored(data string) int {
+	ctx := context.Background()
+	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	if err != nil {
+		return 0
+	}
+	defer b.Close()
+	rcfg := rollups.DefaultReaderConfig()
+	rcfg.Freshness, rcfg.CacheBytes = 0, 0
+	rd, err := rollups.NewReader(b, rcfg, nil)
+	if err != nil {
+		return 0
+	}
+	sn, err := rd.Snapshot(ctx, demoProject)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	_ = sn.Scan(ctx, processor.TableEvents, rollups.ScanOptions{Columns: []string{"id"}}, func(bt rollups.Batch) error {
+		n += int(bt.Record.NumRows())
+		return nil
+	})
+	return n
+}
+
+// TestProcessorCrashCountsEqualUninterruptedRun sends 200,000 events
+// through the real binary while it is SIGKILLed again and again (ingest
+// and processor alike), and compares every table, row by row, with those
+// of an uninterrupted run on the same input.
+func TestProcessorCrashCountsEqualUninterruptedRun(t *testing.T) {
+	const events = 200_000
+	// Visits reach up to about 4 days past base; events must not be in
+	// the future (ingest would replace their times).
+	base := time.Now().Add(-7 * 24 * time.Hour).Truncate(time.Hour)
+	batches := genTraffic(1, events, base)
+	prov := customersDemo(t)
+
+	// The uninterrupted run.
+	clean := t.TempDir()
+	p := startMF(t, clean, "serve", "--provision", prov, "--rate-limit-scale", "1000")
+	var cur atomic.Pointer[string]
+	cur.Store(&p.ingest)
+	var sent atomic.Int64
+	sendTraffic(t, &cur, batches, &sent)
+	waitFor(t, 5*time.Minute, func() bool { return eventsStored(clean) == events })
+	if c := p.stop(time.Minute); c != 0 {
+		t.Fatalf("exit %d on SIGTERM", c)
+	}
+	want := tableRows(t, clean, demoProject)
+
+	// The crashing run: SIGKILL while the load is sent, and while the
+	// processor works through what was accepted.
+	crash := t.TempDir()
+	p = startMF(t, crash, "serve", "--provision", prov, "--rate-limit-scale", "1000")
+	addrs := []string{p.ingestAddr, p.apiAddr, p.admn}
+	base2 := p.ingest
+	cur.Store(&base2)
+	sent.Store(0)
+	done := make(chan struct{})
+	go func() { defer close(done); sendTraffic(t, &cur, batches, &sent) }()
+	kills := 0
+	for _, frac := range []float64{0.2, 0.45, 0.7, 0.9} {
+		waitFor(t, 5*time.Minute, func() bool { return float64(sent.Load()) >= frac*float64(len(batches)) })
+		p.kill()
+		kills++
+		p = startMFAt(t, crash, addrs, "serve", "--rate-limit-scale", "1000")
+	}
+	<-done
+	// Once more while the processor catches up.
+	waitFor(t, 5*time.Minute, func() bool { return eventsStored(crash) > 0 })
+	p.kill()
+	kills++
+	p = startMFAt(t, crash, addrs, "serve", "--rate-limit-scale", "1000")
+	waitFor(t, 5*time.Minute, func() bool { return eventsStored(crash) == events })
+	if c := p.stop(time.Minute); c != 0 {
+		t.Fatalf("exit %d on SIGTERM", c)
+	}
+	got := tableRows(t, crash, demoProject)
+
+	for name, rows := range want {
+		if len(rows) == 0 {
+			t.Errorf("table %s is empty in the uninterrupted run", name)
+		}
+		g := got[name]
+		if len(g) != len(rows) {
+			t.Errorf("table %s: %d rows after %d crashes, %d uninterrupted", name, len(g), kills, len(rows))
+			continue
+		}
+		for i := range rows {
+			if g[i] != rows[i] {
+				t.Errorf("table %s differs after %d crashes; first difference:\n got %s\nwant %s", name, kills, g[i], rows[i])
+				break
+			}
+		}
+	}
+	t.Logf("%d events in %d batches; %d SIGKILLs; tables equal: %v", events, len(batches), kills, rowCounts(want))
+}
+
+func rowCounts(m map[string][]string) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
+}
+
+// TestSegmentMembershipReachesFlags: a purchase processed by the binary
+// makes its browser a member of a saved segment, and the flag service's
+// lookup (POST /v1/flags/segments) answers it from the processor's tables:
+// unavailable before the segment was ever built, then in for the buyer and
+// not in for a browser that bought nothing or an unknown user, with
+// refreshedAt.
+func TestSegmentMembershipReachesFlags(t *testing.T) {
+	data := t.TempDir()
+	p := startMF(t, data, "serve", "--provision", customersDemo(t))
+	auth := []string{"Authorization", "Bearer " + demoSecretKey, "Content-Type", "application/json"}
+	lookup := func() []map[string]any {
+		code, _, body := do(t, "POST", p.ingest+"/v1/flags/segments",
+			[]byte(`{"units":[{"anonymousId":"buyer-1"},{"anonymousId":"looker-1"},{"userId":"nobody"}]}`), auth...)
+		if code != 200 {
+			t.Fatalf("segments lookup: %d %s", code, body)
+		}
+		var out struct{ Units []map[string]any }
+		if err := json.Unmarshal(body, &out); err != nil || len(out.Units) != 3 {
+			t.Fatalf("segments lookup answered %s", body)
+		}
+		return out.Units
+	}
+	before := lookup()
+	if un, _ := before[0]["unavailable"].([]any); len(un) == 0 {
+		t.Fatalf("before anything was processed the segment should be unavailable: %v", before[0])
+	}
+	now := time.Now().UnixMilli()
+	body := batchBody("0b0c0d0e-0000-4000-8000-000000000001", "full",
+		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"buyer-1","page":{"url":"https://shop.example/cart"}}`, now-2000),
+		fmt.Sprintf(`{"name":"order_completed","time":%d,"anonymousId":"buyer-1","properties":{"total":42}}`, now-1000),
+		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"looker-1","page":{"url":"https://shop.example/"}}`, now-1000))
+	code, _, resp := do(t, "POST", p.ingest+"/v1/batch/"+demoWebsiteKey, body,
+		"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
+	if code != 202 {
+		t.Fatalf("batch: %d %s", code, resp)
+	}
+	var units []map[string]any
+	waitFor(t, time.Minute, func() bool {
+		units = lookup()
+		in, _ := units[0]["segments"].([]any)
+		return len(in) == 1
+	})
+	for i, u := range units {
+		if un, _ := u["unavailable"].([]any); len(un) != 0 {
+			t.Errorf("unit %d: built segment answered unavailable: %v", i, u)
+		}
+		if at, _ := u["refreshedAt"].(float64); at < float64(now-60_000) {
+			t.Errorf("unit %d: no refreshedAt: %v", i, u)
+		}
+	}
+	for _, i := range []int{1, 2} {
+		if in, _ := units[i]["segments"].([]any); len(in) != 0 {
+			t.Errorf("unit %d is in a segment it should not be in: %v", i, units[i])
+		}
+	}
+}
