@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -481,4 +483,161 @@ func TestReplayAnswersAsLive(t *testing.T) {
 	p = run(other, 2)
 	p.stop(time.Minute)
 	same("the same events in another order", tableRows(t, other, demoProject), want)
+	checkDuckDB(t, other, demoProject)
+}
+
+// duckTable is what DuckDB reads of one table (rollups/testdata/duckdb/tables.mjs).
+type duckTable struct {
+	Columns []struct{ Name, Type string }
+	Count   string
+	Sums    map[string]string
+}
+
+// checkDuckDB has DuckDB (npm @duckdb/node-api) read every live Parquet
+// file of a project's tables straight from the object store's directory,
+// and compares its row counts, column names and a few sums with what our
+// reader computes from the same files.
+func checkDuckDB(t *testing.T, data, project string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rcfg := rollups.DefaultReaderConfig()
+	rcfg.Freshness = 0
+	rd, err := rollups.NewReader(b, rcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := rd.Snapshot(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]string{}
+	for name, ts := range sn.Manifest().Tables {
+		for part, fs := range ts.Partitions {
+			for _, f := range fs {
+				// The local store keeps object KEY at DIR/objects/KEY.
+				p := filepath.Join(data, "objects", "objects", "rollups", project, "data", name, part, f.Name)
+				if _, err := os.Stat(p); err != nil {
+					t.Fatalf("live file of %s not where expected: %v", name, err)
+				}
+				files[name] = append(files[name], p)
+			}
+		}
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed; the DuckDB check needs Node.js 18 or later with npm (Debian: apt-get install nodejs npm)", tool)
+		}
+	}
+	const dir = "../../rollups/testdata/duckdb"
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
+		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm install in %s failed: %v\n%s", dir, err, out)
+		}
+	}
+	in, _ := json.Marshal(files)
+	cmd := exec.Command("node", "tables.mjs")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node tables.mjs failed: %v\n%s", err, stderr.String())
+	}
+	var duck map[string]duckTable
+	if err := json.Unmarshal(out, &duck); err != nil {
+		t.Fatalf("cannot decode DuckDB's answer %q: %v", out, err)
+	}
+
+	// Our side, from the same snapshot.
+	counts := map[string]int{}
+	want := map[string]map[string]int64{"events": {}, "visits": {}, "people": {}}
+	visits := map[string]bool{}
+	ids := map[string]bool{}
+	for name := range files {
+		err := sn.Scan(ctx, name, rollups.ScanOptions{}, func(bt rollups.Batch) error {
+			rec := bt.Record
+			col := func(n string) arrow.Array {
+				for i, f := range rec.Schema().Fields() {
+					if f.Name == n {
+						return rec.Column(i)
+					}
+				}
+				t.Fatalf("table %s has no column %s", name, n)
+				return nil
+			}
+			for i := 0; i < int(rec.NumRows()); i++ {
+				counts[name]++
+				switch name {
+				case "events":
+					if cell(col("name"), i) == "$pageview" {
+						want["events"]["pageviews"]++
+					}
+					ids[cell(col("id"), i)] = true
+					if !col("channel").IsNull(i) {
+						v := cell(col("visit"), i)
+						if v == "null" {
+							v = cell(col("session_id"), i)
+						}
+						visits[v] = true
+					}
+				case "visits":
+					want["visits"]["pageviews"] += int64Of(col("pageviews"), i)
+					want["visits"]["events"] += int64Of(col("events"), i)
+				case "people":
+					want["people"]["orders"] += int64Of(col("orders"), i)
+					want["people"]["value"] += int64Of(col("value"), i)
+					if col("known").(*array.Boolean).Value(i) {
+						want["people"]["known"]++
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want["events"]["distinct_ids"] = int64(len(ids))
+	want["events"]["visits"] = int64(len(visits))
+	for name, n := range counts {
+		d, ok := duck[name]
+		if !ok {
+			t.Errorf("DuckDB did not read table %s", name)
+			continue
+		}
+		if d.Count != fmt.Sprint(n) {
+			t.Errorf("table %s: DuckDB counts %s rows, our reader %d", name, d.Count, n)
+		}
+		ts := sn.Manifest().Tables[name]
+		if len(d.Columns) != len(ts.Columns) {
+			t.Errorf("table %s: DuckDB sees %d columns, the manifest %d", name, len(d.Columns), len(ts.Columns))
+		}
+		for k, w := range want[name] {
+			if d.Sums[k] != fmt.Sprint(w) {
+				t.Errorf("table %s: DuckDB's %s is %s, ours %d", name, k, d.Sums[k], w)
+			}
+		}
+	}
+}
+
+// int64Of reads an integer column of either width.
+func int64Of(a arrow.Array, i int) int64 {
+	if a.IsNull(i) {
+		return 0
+	}
+	switch c := a.(type) {
+	case *array.Int64:
+		return c.Value(i)
+	case *array.Int32:
+		return int64(c.Value(i))
+	}
+	panic(fmt.Sprintf("not an integer column: %s", a.DataType()))
 }
