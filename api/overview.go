@@ -1,8 +1,557 @@
 package api
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"context"
+	"math/bits"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
 
-// getOverview is not built yet.
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/storage/catalog"
+)
+
+// The overview (GET /projects/{project_id}/overview) and what the goal
+// reports share with it: the period of a report, who is active, trends.
+// The exact meaning of each number is in docs/reporting-api.md
+// ("Numbers").
+
+// report is what a report handler reads: the project, its tables, the
+// resolved period.
+type report struct {
+	vp          visibleProject
+	d           *projectData
+	p           Period
+	q           url.Values
+	consentless bool
+	// retained is the first moment of the retained history.
+	retained time.Time
+}
+
+// queryOf returns the request's query parameters.
+func queryOf(c *fiber.Ctx) url.Values {
+	q, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
+	if q == nil {
+		q = url.Values{}
+	}
+	return q
+}
+
+// reportPeriodRequest reads period, from, to and compare.
+func reportPeriodRequest(q url.Values) PeriodRequest {
+	get := func(name string) *string {
+		if v, ok := q[name]; ok {
+			s := v[0]
+			return &s
+		}
+		return nil
+	}
+	return PeriodRequest{Period: get("period"), From: get("from"), To: get("to"), Compare: get("compare")}
+}
+
+// consentlessOnly reports whether a project collects only without
+// consent: it has sources and none of them collects in full mode.
+func consentlessOnly(st *catalog.State, project string) bool {
+	srcs := st.Sources(project)
+	if len(srcs) == 0 {
+		return false
+	}
+	for _, s := range srcs {
+		if s.Mode != catalog.ModeConsentless {
+			return false
+		}
+	}
+	return true
+}
+
+// openReport finds the project, loads its tables and resolves the period.
+func (r *Reporting) openReport(c *fiber.Ctx, opts PeriodOptions) (*report, error) {
+	vp, err := r.projectFor(c)
+	if err != nil {
+		return nil, err
+	}
+	q := queryOf(c)
+	d, err := r.data(c.UserContext(), vp.p)
+	if err != nil {
+		return nil, err
+	}
+	now := r.deps.Clock()
+	ret := RetentionDays(vp.org.Plan)
+	p, perr := ResolvePeriod(reportPeriodRequest(q), opts, now, d.Loc, ret, d.firstEventPtr())
+	if perr != nil {
+		return nil, perr
+	}
+	return &report{
+		vp: vp, d: d, p: p, q: q,
+		consentless: consentlessOnly(r.deps.Catalog.State(), vp.p.ID),
+		retained:    civil(now, d.Loc).addDays(-(ret - 1)).midnight(d.Loc),
+	}, nil
+}
+
+// before returns the window before w of the same length, cut like the
+// period, or nil when it starts before the retained history or the first
+// event.
+func (rp *report) before(w Window) *Window {
+	q := rp.p
+	q.Window, q.Clamped = w, false
+	return q.previous(rp.retained, rp.d.firstEventPtr())
+}
+
+// bitset is a set of person indexes.
+type bitset []uint64
+
+func newBitset(n int) bitset      { return make(bitset, (n+63)/64) }
+func (b bitset) has(i int32) bool { return b[i>>6]&(1<<(uint(i)&63)) != 0 }
+func (b bitset) add(i int32) bool {
+	w, m := i>>6, uint64(1)<<(uint(i)&63)
+	if b[w]&m != 0 {
+		return false
+	}
+	b[w] |= m
+	return true
+}
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// each calls fn with every member.
+func (b bitset) each(fn func(int32)) {
+	for i, w := range b {
+		for w != 0 {
+			t := bits.TrailingZeros64(w)
+			fn(int32(i*64 + t))
+			w &= w - 1
+		}
+	}
+}
+
+// activity is what one scan of a window finds, per bucket and in total.
+type activity struct {
+	visits      []int   // visits starting in the bucket
+	pageviews   []int64 // their pageviews
+	people      []int   // distinct active people in the bucket
+	pv, consPV  int64   // pageviews and consented pageviews of the window
+	totalVisits int
+	active      bitset // people active in the window
+}
+
+// bucketBounds returns the bucket starts of w and the end, so that bucket
+// i is [b[i], b[i+1]).
+func (rp *report) bucketBounds(w Window) []time.Time {
+	b := rp.p.Buckets(w)
+	return append(b, w.To)
+}
+
+// scan counts visits, pageviews and active people of window w per bucket
+// (bounds from bucketBounds; nil: one bucket). A person is active in a
+// window when a consented visit of theirs starts in it, or they own a
+// consented conversion or purchase in it. With chosen (event filters),
+// only the chosen visits count, and only their people are active.
+func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen map[ref]bool) (*activity, error) {
+	if bounds == nil {
+		bounds = []time.Time{w.From, w.To}
+	}
+	n := len(bounds) - 1
+	d := rp.d
+	a := &activity{visits: make([]int, n), pageviews: make([]int64, n), people: make([]int, n), active: newBitset(len(d.People))}
+	var stamp []uint32
+	if n > 1 {
+		stamp = make([]uint32, len(d.People))
+	}
+	mark := func(b int, p int32) {
+		if p < 0 {
+			return
+		}
+		if n == 1 {
+			if a.active.add(p) {
+				a.people[0]++
+			}
+			return
+		}
+		a.active.add(p)
+		if stamp[p] != uint32(b+1) {
+			stamp[p] = uint32(b + 1)
+			a.people[b]++
+		}
+	}
+	for b := 0; b < n; b++ {
+		from, to := bounds[b], bounds[b+1]
+		vs, err := d.Visits(ctx, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for i := range vs {
+			v := &vs[i]
+			if chosen != nil && !chosen[v.ID] {
+				continue
+			}
+			a.visits[b]++
+			a.pageviews[b] += int64(v.Pageviews)
+			a.pv += int64(v.Pageviews)
+			if v.Consented {
+				a.consPV += int64(v.Pageviews)
+				mark(b, v.Person)
+			}
+		}
+		a.totalVisits += a.visits[b]
+		if chosen != nil {
+			continue
+		}
+		cs, err := d.Conversions(ctx, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for i := range cs {
+			if cs[i].Consented {
+				mark(b, cs[i].Person)
+			}
+		}
+		ps, err := d.Purchases(ctx, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ps {
+			if ps[i].Consented {
+				mark(b, ps[i].Person)
+			}
+		}
+	}
+	return a, nil
+}
+
+// coverage is the share of pageviews collected with consent, nil without
+// pageviews.
+func (a *activity) coverage() any {
+	if a.pv == 0 {
+		return nil
+	}
+	return float64(a.consPV) / float64(a.pv)
+}
+
+// revenue sums the purchases of w: all of them, or with chosen visits
+// those of the active people and of the chosen visits. It returns the
+// amounts and the number of purchases per currency, and the buyers.
+func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen map[ref]bool) (map[string]int64, map[string]int, int, error) {
+	ps, err := rp.d.Purchases(ctx, w.From, w.To)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	amounts, counts := map[string]int64{}, map[string]int{}
+	buyers := newBitset(len(rp.d.People))
+	nb := 0
+	for i := range ps {
+		b := &ps[i]
+		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen[b.Visit])
+		if !in {
+			continue
+		}
+		if b.Person >= 0 && a.active.has(b.Person) && buyers.add(b.Person) {
+			nb++
+		}
+		if b.HasValue {
+			amounts[b.Currency] += b.Value
+		}
+		counts[b.Currency]++
+	}
+	return amounts, counts, nb, nil
+}
+
+// micros turns micro-units into an amount.
+func micros(v int64) float64 { return float64(v) / 1e6 }
+
+// mainCurrency is the currency shown as `value` of revenue: the reporting
+// currency when it has revenue, else the currency with the most purchases
+// (ties: the larger amount, then the code).
+func mainCurrency(amounts map[string]int64, counts map[string]int, reporting string) string {
+	if _, ok := counts[reporting]; ok {
+		return reporting
+	}
+	best := ""
+	for cur := range counts {
+		switch {
+		case best == "",
+			counts[cur] > counts[best],
+			counts[cur] == counts[best] && amounts[cur] > amounts[best],
+			counts[cur] == counts[best] && amounts[cur] == amounts[best] && cur < best:
+			best = cur
+		}
+	}
+	return best
+}
+
+// number is one key number.
+func number(key string, value, previous any, format string) map[string]any {
+	return map[string]any{"key": key, "value": value, "previous": previous, "format": format}
+}
+
+// trendPoint is a point of a trend series.
+type trendPoint struct {
+	T string `json:"t"`
+	V any    `json:"v"`
+}
+
+type trendSeries struct {
+	Key    string       `json:"key"`
+	Points []trendPoint `json:"points"`
+}
+
+// trend builds a Trend object; values[k][i] is series k at bucket i.
+func (rp *report) trend(format string, currency any, keys []string, bounds []time.Time, values [][]any, prevBounds []time.Time, prevValues [][]any) map[string]any {
+	mk := func(bounds []time.Time, values [][]any) []trendSeries {
+		out := make([]trendSeries, len(keys))
+		for k, key := range keys {
+			pts := make([]trendPoint, len(bounds)-1)
+			for i := range pts {
+				pts[i] = trendPoint{T: Bound(bounds[i], rp.d.Loc), V: values[k][i]}
+			}
+			out[k] = trendSeries{Key: key, Points: pts}
+		}
+		return out
+	}
+	cmp := []trendSeries{}
+	if prevBounds != nil {
+		cmp = mk(prevBounds, prevValues)
+	}
+	return map[string]any{
+		"interval": rp.p.Interval, "timezone": rp.d.Loc.String(), "format": format, "currency": currency,
+		"series": mk(bounds, values), "comparison": cmp,
+	}
+}
+
+func intsAny[T int | int64](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// countingGoals returns the ids of the project's goals that count as
+// conversions on a consentless overview: active goals with the role
+// purchase or conversion.
+func countingGoals(st *catalog.State, project string) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range st.Actions(project) {
+		if !a.Archived && (a.Role == catalog.RolePurchase || a.Role == catalog.RoleConversion) {
+			out[a.ID] = true
+		}
+	}
+	return out
+}
+
+// goalConversions counts the conversions of w to the goals (by visit
+// when chosen).
+func (rp *report) goalConversions(ctx context.Context, w Window, goals map[string]bool, chosen map[ref]bool) (int, error) {
+	cs, err := rp.d.Conversions(ctx, w.From, w.To)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range cs {
+		if goals[cs[i].Action] && (chosen == nil || chosen[cs[i].Visit]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// getOverview answers GET /projects/{project_id}/overview.
 func (r *Reporting) getOverview(c *fiber.Ctx) error {
-	return refuse(fiber.StatusNotImplemented, "not_implemented", "", "not built yet")
+	rp, err := r.openReport(c, ReportPeriods)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	filters, ferr := ParseEventFilters(rp.q, EventFilterOptions{ConsentlessOnly: rp.consentless})
+	if ferr != nil {
+		return ferr
+	}
+	p := rp.p
+	choose := func(w Window) (map[ref]bool, error) {
+		if len(filters) == 0 {
+			return nil, nil
+		}
+		return rp.d.chosenVisits(ctx, w, filters)
+	}
+	chosen, err := choose(p.Window)
+	if err != nil {
+		return err
+	}
+	bounds := rp.bucketBounds(p.Window)
+	cur, err := rp.scan(ctx, p.Window, bounds, chosen)
+	if err != nil {
+		return err
+	}
+	var prev *activity
+	var prevChosen map[ref]bool
+	var prevBounds []time.Time
+	if p.Previous != nil {
+		if prevChosen, err = choose(*p.Previous); err != nil {
+			return err
+		}
+		if p.Compare {
+			prevBounds = rp.bucketBounds(*p.Previous)
+		}
+		if prev, err = rp.scan(ctx, *p.Previous, prevBounds, prevChosen); err != nil {
+			return err
+		}
+	}
+
+	var numbers []map[string]any
+	var tr map[string]any
+	if rp.consentless {
+		goals := countingGoals(r.deps.Catalog.State(), rp.vp.p.ID)
+		conv := func(w Window, a *activity, ch map[ref]bool) (any, any, error) {
+			if len(goals) == 0 {
+				return nil, nil, nil
+			}
+			n, err := rp.goalConversions(ctx, w, goals, ch)
+			if err != nil {
+				return nil, nil, err
+			}
+			var rate any
+			if a.totalVisits > 0 {
+				rate = float64(n) / float64(a.totalVisits)
+			}
+			return n, rate, nil
+		}
+		cv, cr, err := conv(p.Window, cur, chosen)
+		if err != nil {
+			return err
+		}
+		var pv, ppv, pcv, pcr any
+		if prev != nil {
+			pv, ppv = prev.totalVisits, sum(prev.pageviews)
+			if pcv, pcr, err = conv(*p.Previous, prev, prevChosen); err != nil {
+				return err
+			}
+		}
+		numbers = []map[string]any{
+			number("visits", cur.totalVisits, pv, "number"),
+			number("pageviews", sum(cur.pageviews), ppv, "number"),
+			number("conversions", cv, pcv, "number"),
+			number("conversionRate", cr, pcr, "percent"),
+		}
+		var pvals [][]any
+		if prevBounds != nil {
+			pvals = [][]any{intsAny(prev.visits), intsAny(prev.pageviews)}
+		}
+		tr = rp.trend("number", nil, []string{"visits", "pageviews"}, bounds,
+			[][]any{intsAny(cur.visits), intsAny(cur.pageviews)}, prevBounds, pvals)
+	} else {
+		reporting := rp.vp.p.ReportingCurrency
+		type full struct {
+			people, known, buyers int
+			newPeople             any
+			amounts               map[string]int64
+			counts                map[string]int
+		}
+		keyNumbers := func(w Window, a *activity, ch map[ref]bool) (full, error) {
+			f := full{people: a.active.count()}
+			var err error
+			if f.amounts, f.counts, f.buyers, err = rp.revenue(ctx, w, a, ch); err != nil {
+				return f, err
+			}
+			lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
+			newN := 0
+			a.active.each(func(i int32) {
+				pr := &rp.d.People[i]
+				if pr.Known {
+					f.known++
+				}
+				if pr.FirstSeen >= lo && pr.FirstSeen < hi {
+					newN++
+				}
+			})
+			if rp.before(w) != nil {
+				f.newPeople = newN
+			}
+			return f, nil
+		}
+		now, err := keyNumbers(p.Window, cur, chosen)
+		if err != nil {
+			return err
+		}
+		var before *full
+		if prev != nil {
+			b, err := keyNumbers(*p.Previous, prev, prevChosen)
+			if err != nil {
+				return err
+			}
+			before = &b
+		}
+		prevOf := func(f func(full) any) any {
+			if before == nil {
+				return nil
+			}
+			return f(*before)
+		}
+		var revValue, revCur any
+		others := []Money{}
+		main := mainCurrency(now.amounts, now.counts, reporting)
+		if len(now.counts) > 0 {
+			revValue, revCur = micros(now.amounts[main]), main
+			for c, v := range now.amounts {
+				if c != main {
+					others = append(others, Money{Currency: c, Amount: micros(v)})
+				}
+			}
+			for c := range now.counts {
+				if _, ok := now.amounts[c]; !ok && c != main {
+					others = append(others, Money{Currency: c, Amount: 0})
+				}
+			}
+			slices.SortFunc(others, func(a, b Money) int { return strings.Compare(a.Currency, b.Currency) })
+		}
+		revPrev := prevOf(func(f full) any {
+			if len(f.counts) == 0 {
+				return nil
+			}
+			c := main
+			if c == "" {
+				c = mainCurrency(f.amounts, f.counts, reporting)
+			}
+			return micros(f.amounts[c])
+		})
+		rev := number("revenue", revValue, revPrev, "currency")
+		rev["currency"], rev["others"] = revCur, others
+		numbers = []map[string]any{
+			number("people", now.people, prevOf(func(f full) any { return f.people }), "number"),
+			number("newPeople", now.newPeople, prevOf(func(f full) any { return f.newPeople }), "number"),
+			number("known", now.known, prevOf(func(f full) any { return f.known }), "number"),
+			number("buyers", now.buyers, prevOf(func(f full) any { return f.buyers }), "number"),
+			rev,
+		}
+		var pvals [][]any
+		if prevBounds != nil {
+			pvals = [][]any{intsAny(prev.visits), intsAny(prev.people)}
+		}
+		tr = rp.trend("number", nil, []string{"visits", "people"}, bounds,
+			[][]any{intsAny(cur.visits), intsAny(cur.people)}, prevBounds, pvals)
+	}
+	res := Resource{
+		ID: rp.vp.p.ID, Type: "overviews",
+		Self: r.baseURL(c) + "/projects/" + rp.vp.p.ID + "/overview",
+		Attributes: []Attr{
+			{"consentless", rp.consentless},
+			{"coverage", cur.coverage()},
+			{"numbers", numbers},
+			{"trend", tr},
+		},
+	}
+	return sendDocument(c, fiber.StatusOK, Document{Data: res, Meta: map[string]any{"period": p.Meta(), "filters": len(filters)}})
+}
+
+func sum[T int | int64](xs []T) T {
+	var s T
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
 )
@@ -90,6 +91,9 @@ type ReportingDeps struct {
 	Bucket storage.Bucket
 	// Clock is the time source; nil means time.Now.
 	Clock func() time.Time
+	// Reader reads the processor's tables (docs/processor.md); nil means
+	// no data yet: every report reads as empty.
+	Reader *rollups.Reader
 }
 
 // Reporting is the reporting API: its Fiber app, app tokens and recent
@@ -105,6 +109,7 @@ type Reporting struct {
 	persons   *windowLimiter
 	refused   *windowLimiter
 	access    *accessLog
+	tables    dataCache // decoded tables per project (data.go)
 
 	stop     chan struct{}
 	done     chan struct{}

@@ -223,7 +223,7 @@ func (s *service) open(ctx context.Context) error {
 	if s.roles.has(roleAPI) {
 		rcfg := api.DefaultReportingConfig()
 		rcfg.PublicURL = s.cfg.APIPublicURL
-		rep, err := api.NewReporting(ctx, rcfg, api.ReportingDeps{Catalog: cat, Bucket: b}, s.ready.Load, s.logger)
+		rep, err := api.NewReporting(ctx, rcfg, api.ReportingDeps{Catalog: cat, Bucket: b, Reader: rd}, s.ready.Load, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the reporting API: %w", err)
 		}

@@ -1,0 +1,1124 @@
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage/catalog"
+)
+
+// The reporting data layer: the processor's tables of a project
+// (docs/processor.md, "Tables") decoded once per snapshot and partition and
+// kept in memory, so that a request scans cached slices and never decodes
+// Parquet. People, identities, visits and conversions are decoded per
+// partition and cached while the partition's files are unchanged; the
+// events table (the largest) is read through the rollups reader's cache on
+// every call that needs it.
+
+// Table names of the processor (docs/processor.md).
+const (
+	tableEvents      = "events"
+	tableVisits      = "visits"
+	tableConversions = "conversions"
+	tablePeople      = "people"
+	tableIdentities  = "identities"
+	tableMembers     = "segment_members"
+	tableSegments    = "segments"
+)
+
+// ref is a person, browser, visitor, visit or event ref (16 bytes).
+type ref = [16]byte
+
+// noPerson is the person index of a row without a person.
+const noPerson int32 = -1
+
+// touch is a person's first or last touch.
+type touch struct {
+	Channel, Source, Medium, Campaign, Landing, AdPlatform string
+}
+
+// personRow is a row of the people table.
+type personRow struct {
+	Ref                                   ref
+	UserID, Name, Email, Stage            string
+	Known, HasName, HasEmail              bool
+	FirstSeen, LastSeen                   int64 // Unix ms
+	Visits, ActiveDays, Events, Pageviews int64
+	Orders                                int64
+	Revenue                               []Money // per currency, reporting currency first
+	Value                                 int64   // micro-units of the reporting currency
+	FirstTouch, LastTouch                 touch
+	Country, Region, Device, Browser, OS  string
+	Locale, LastPath                      string
+	Traits                                string // JSON object of the latest identify, "" when none
+	Browsers                              int64
+	SharedBrowser                         bool
+	FirstPurchase                         int64 // Unix ms, 0 when never bought
+	Intent                                bool
+}
+
+// visitRow is a row of the visits table; Person is the index of the
+// visit's person (the person of its touch event; noPerson for a
+// consentless visit or a unit nobody knows).
+type visitRow struct {
+	Unit, ID   ref
+	PersonRef  ref // the person column, or the unit where it is null
+	Person     int32
+	Start, End int64 // Unix ms
+	Events     int32
+	Pageviews  int32
+	Consented  bool
+	Session    bool // the visit is a sessionId
+	Channel, Source, Medium, Campaign, Term, Content, AdPlatform, ClickID,
+	ReferrerHost, ReferrerName, LandingHost, LandingPath, ExitPath,
+	Country, Region, Device, Browser, OS, Locale, SourceID string
+}
+
+// conversionRow is a row of the conversions table; Person is the index
+// of its owner (the event's part, resolved through identities), noPerson
+// when none (consentless).
+type conversionRow struct {
+	Action, Role, Currency string
+	Time                   int64 // Unix ms
+	EventID, Unit, Visit   ref
+	Owner                  ref // the owner column, or the unit where it is null
+	Person                 int32
+	Value                  int64 // micro-units of Currency
+	HasValue               bool
+	Consented              bool
+}
+
+// eventRow is a row of the events table. Visit is coalesce(visit,
+// session_id) for an event with a channel (docs/processor.md), zero
+// otherwise; Person is the index of the event's part (its userId's
+// person, else its unit's person through identities), noPerson for a
+// consentless event or one without ids.
+type eventRow struct {
+	Unit                                         ref
+	Time                                         int64 // Unix ms
+	ID                                           ref
+	Name                                         string
+	Source                                       string // source id
+	Consented                                    bool
+	Server                                       bool
+	Origin, Path, Query, Title, Referrer, UserID string
+	SessionID                                    ref
+	Properties                                   string // JSON object, "" when none
+	Revenue, Currency                            string
+	Country, Region, Device, Browser, OS, Locale string
+	Actions                                      string // matched action ids, comma-separated
+	Value                                        int64  // micro-units of ValueCurrency
+	HasValue                                     bool
+	ValueCurrency                                string
+	Purchase                                     bool
+	Visit                                        ref
+	Channel                                      string
+	Person                                       int32
+}
+
+// purchaseRow is an event that is a purchase (events.purchase: it matched
+// the purchase goal, or it carried revenue in a project without one, as
+// decided when it was first processed). Person is the index of its part,
+// noPerson for a consentless event or one without ids.
+type purchaseRow struct {
+	Time      int64 // Unix ms
+	EventID   ref
+	Unit      ref
+	UserID    string
+	Visit     ref // coalesce(visit, session_id) when the event has a visit
+	Person    int32
+	Value     int64 // micro-units of Currency
+	HasValue  bool
+	Currency  string
+	Consented bool
+}
+
+// projectData is one consistent snapshot of a project's tables (one
+// manifest version). It is shared by concurrent requests and never
+// modified after it is built.
+type projectData struct {
+	Project *catalog.Project
+	Loc     *time.Location
+	// Version and Generation are the manifest's (0: no tables yet).
+	Version, Generation int64
+	// People holds every person, sorted by ref; the index is the person
+	// index used by the other rows.
+	People []personRow
+
+	peopleRefs []ref   // People[i].Ref, for binary search
+	idUnits    []ref   // claimed browsers, sorted
+	idPerson   []int32 // their person's index
+	visits     []visitRow
+	convs      []conversionRow
+	purchases  []purchaseRow
+	first      int64 // earliest event, Unix ms
+	hasFirst   bool
+
+	snap   *rollups.Snapshot // nil without tables
+	events []string          // day partitions of the events table
+}
+
+// Person returns the person index of a person ref or of a browser ref
+// (claimed: its claimer; unclaimed: the browser is the person), false when
+// nobody has this ref.
+func (d *projectData) Person(r ref) (int32, bool) {
+	if i, ok := slices.BinarySearchFunc(d.idUnits, r, compareRef); ok {
+		if p := d.idPerson[i]; p >= 0 {
+			return p, true
+		}
+	}
+	if i, ok := slices.BinarySearchFunc(d.peopleRefs, r, compareRef); ok {
+		return int32(i), true
+	}
+	return noPerson, false
+}
+
+func (d *projectData) personOf(r ref) int32 {
+	if r == (ref{}) {
+		return noPerson
+	}
+	p, _ := d.Person(r)
+	return p
+}
+
+func compareRef(a, b ref) int { return bytes.Compare(a[:], b[:]) }
+
+// UserRef is the person ref of a userId: SHA-256("mf/ref/v1" 0x00 project
+// 0x00 'u' 0x00 userId)[0:16] as a version-8 UUID (docs/processor.md).
+func UserRef(project, userID string) ref { return nodeRef(project, 'u', userID) }
+
+// BrowserRef is the ref of an anonymousId.
+func BrowserRef(project, anonymousID string) ref { return nodeRef(project, 'a', anonymousID) }
+
+func nodeRef(project string, kind byte, id string) ref {
+	h := sha256.New()
+	h.Write([]byte("mf/ref/v1\x00"))
+	h.Write([]byte(project))
+	h.Write([]byte{0, kind, 0})
+	h.Write([]byte(id))
+	var r ref
+	copy(r[:], h.Sum(nil)[:16])
+	r[6] = r[6]&0x0f | 0x80
+	r[8] = r[8]&0x3f | 0x80
+	return r
+}
+
+// Visits returns the visits starting in [from, to), sorted by start and
+// id. The slice is shared: do not modify it.
+func (d *projectData) Visits(ctx context.Context, from, to time.Time) ([]visitRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	i := sort.Search(len(d.visits), func(i int) bool { return d.visits[i].Start >= lo })
+	j := sort.Search(len(d.visits), func(i int) bool { return d.visits[i].Start >= hi })
+	if j < i {
+		j = i
+	}
+	return d.visits[i:j:j], ctx.Err()
+}
+
+// AllVisits returns every visit of the retained tables, sorted by start
+// and id (shared: do not modify).
+func (d *projectData) AllVisits() []visitRow { return d.visits[:len(d.visits):len(d.visits)] }
+
+// Conversions returns the conversions with a time in [from, to), sorted by
+// time, event id and action. The slice is shared: do not modify it.
+func (d *projectData) Conversions(ctx context.Context, from, to time.Time) ([]conversionRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	i := sort.Search(len(d.convs), func(i int) bool { return d.convs[i].Time >= lo })
+	j := sort.Search(len(d.convs), func(i int) bool { return d.convs[i].Time >= hi })
+	if j < i {
+		j = i
+	}
+	return d.convs[i:j:j], ctx.Err()
+}
+
+// AllConversions returns every conversion, sorted by time (shared).
+func (d *projectData) AllConversions() []conversionRow {
+	return d.convs[:len(d.convs):len(d.convs)]
+}
+
+// Purchases returns the purchases with a time in [from, to), sorted by
+// time and event id. The slice is shared: do not modify it.
+func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purchaseRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	i := sort.Search(len(d.purchases), func(i int) bool { return d.purchases[i].Time >= lo })
+	j := sort.Search(len(d.purchases), func(i int) bool { return d.purchases[i].Time >= hi })
+	if j < i {
+		j = i
+	}
+	return d.purchases[i:j:j], ctx.Err()
+}
+
+// FirstEvent is the time of the project's earliest event in its tables.
+func (d *projectData) FirstEvent() (time.Time, bool) {
+	if !d.hasFirst {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(d.first), true
+}
+
+// firstEventPtr is FirstEvent as ResolvePeriod takes it.
+func (d *projectData) firstEventPtr() *time.Time {
+	t, ok := d.FirstEvent()
+	if !ok {
+		return nil
+	}
+	return &t
+}
+
+// errStopScan ends an events scan early.
+var errStopScan = errors.New("scan stopped")
+
+// Events calls fn with every event whose time is in [from, to), in order
+// of (time, id), or of (time, id) descending with newestFirst, until fn
+// returns false. The row passed to fn is reused: copy what you keep. The
+// events are read through the rollups reader (and its cache) day by day.
+func (d *projectData) Events(ctx context.Context, from, to time.Time, newestFirst bool, fn func(*eventRow) bool) error {
+	if d.snap == nil || !from.Before(to) {
+		return nil
+	}
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	// A day partition is the day in the project's zone; read one day more
+	// on each side in case the zone changed since the rows were written.
+	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(time.DateOnly)
+	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(time.DateOnly)
+	var days []string
+	for _, p := range d.events {
+		if p >= firstDay && p <= lastDay {
+			days = append(days, p)
+		}
+	}
+	if newestFirst {
+		slices.Reverse(days)
+	}
+	var rows []eventRow
+	for _, day := range days {
+		rows = rows[:0]
+		err := d.snap.Scan(ctx, tableEvents, rollups.ScanOptions{Partitions: []string{day}, Columns: eventColumns}, func(b rollups.Batch) error {
+			var err error
+			rows, err = d.appendEvents(rows, b.Record, lo, hi)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("cannot read the events of %s: %w", day, err)
+		}
+		slices.SortFunc(rows, func(a, b eventRow) int {
+			if c := cmp.Compare(a.Time, b.Time); c != 0 {
+				return c
+			}
+			return compareRef(a.ID, b.ID)
+		})
+		if newestFirst {
+			slices.Reverse(rows)
+		}
+		for i := range rows {
+			if !fn(&rows[i]) {
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var eventColumns = []string{"unit", "time", "id", "name", "source", "consented", "server", "origin", "path",
+	"query", "title", "referrer", "user_id", "session_id", "properties", "revenue", "currency", "country",
+	"region", "device", "browser", "os", "locale", "actions", "value", "value_currency", "purchase", "visit", "channel"}
+
+func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int64) ([]eventRow, error) {
+	c, err := colsOf(rec, eventColumns)
+	if err != nil {
+		return rows, err
+	}
+	times := c[1].(*array.Timestamp)
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		t := int64(times.Value(i))
+		if t < lo || t >= hi {
+			continue
+		}
+		e := eventRow{
+			Unit: refAt(c[0], i), Time: t, ID: refAt(c[2], i), Name: strAt(c[3], i), Source: strAt(c[4], i),
+			Consented: boolAt(c[5], i), Server: boolAt(c[6], i), Origin: strAt(c[7], i), Path: strAt(c[8], i),
+			Query: strAt(c[9], i), Title: strAt(c[10], i), Referrer: strAt(c[11], i), UserID: strAt(c[12], i),
+			SessionID: refAt(c[13], i), Properties: strAt(c[14], i), Revenue: strAt(c[15], i),
+			Currency: strAt(c[16], i), Country: strAt(c[17], i), Region: strAt(c[18], i), Device: strAt(c[19], i),
+			Browser: strAt(c[20], i), OS: strAt(c[21], i), Locale: strAt(c[22], i), Actions: strAt(c[23], i),
+			ValueCurrency: strAt(c[25], i), Purchase: boolAt(c[26], i), Visit: refAt(c[27], i),
+			Channel: strAt(c[28], i), Person: noPerson,
+		}
+		e.Value, e.HasValue = i64At(c[24], i)
+		if e.Channel != "" && e.Visit == (ref{}) {
+			e.Visit = e.SessionID
+		}
+		if e.Consented {
+			switch {
+			case e.UserID != "":
+				if p, ok := d.Person(UserRef(d.Project.ID, e.UserID)); ok {
+					e.Person = p
+				}
+			default:
+				e.Person = d.personOf(e.Unit)
+			}
+		}
+		rows = append(rows, e)
+	}
+	return rows, nil
+}
+
+// data returns the tables of project p as of the latest snapshot the
+// reader knows (an empty projectData without a Reader or tables).
+func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData, error) {
+	loc := p.Location()
+	if r.deps.Reader == nil {
+		return &projectData{Project: p, Loc: loc}, nil
+	}
+	sn, err := r.deps.Reader.Snapshot(ctx, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
+	}
+	d, err := r.tables.project(p.ID).load(ctx, sn)
+	if err != nil {
+		if !errors.Is(err, rollups.ErrFileGone) {
+			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
+		}
+		// The snapshot's files were collected: read the newest one.
+		if sn, err = r.deps.Reader.Refresh(ctx, p.ID); err != nil {
+			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
+		}
+		if d, err = r.tables.project(p.ID).load(ctx, sn); err != nil {
+			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
+		}
+	}
+	out := *d
+	out.Project, out.Loc = p, loc
+	return &out, nil
+}
+
+// dataCache holds the decoded tables per project. The zero value is ready.
+type dataCache struct {
+	mu       sync.Mutex
+	projects map[string]*projectCache
+}
+
+func (c *dataCache) project(id string) *projectCache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.projects == nil {
+		c.projects = map[string]*projectCache{}
+	}
+	pc := c.projects[id]
+	if pc == nil {
+		pc = &projectCache{parts: map[string]*partCache{}}
+		c.projects[id] = pc
+	}
+	return pc
+}
+
+// projectCache is one project's decoded partitions and its latest
+// projectData. One load runs at a time; others wait for it.
+type projectCache struct {
+	mu    sync.Mutex
+	last  *projectData
+	parts map[string]*partCache // by table/partition
+}
+
+// partCache is the decoded rows of one partition, valid while its files
+// (sig) are unchanged.
+type partCache struct {
+	sig    string
+	people []personRow
+	units  []ref // identities: unit
+	owners []ref // identities: person
+	visits []visitRow
+	convs  []conversionRow
+	buys   []purchaseRow // events: the purchases
+	first  int64         // events: earliest time
+}
+
+func fileSig(files []rollups.DataFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(f.Name)
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// tableSig is the signature of every partition of a table.
+func tableSig(m *rollups.Manifest, table string) string {
+	ts := m.Tables[table]
+	if ts == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range ts.PartitionNames() {
+		b.WriteString(p)
+		b.WriteByte(':')
+		b.WriteString(fileSig(ts.Partitions[p]))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projectData, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	m := sn.Manifest()
+	last := pc.last
+	if last != nil && last.snap != nil && last.Generation == m.Generation && last.Version == m.Version {
+		return last, nil
+	}
+	if m.Version == 0 {
+		d := &projectData{}
+		pc.last = d
+		return d, nil
+	}
+	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn}
+	seen := map[string]bool{}
+	part := func(table, p string, decode func(*partCache, arrow.Record) error, cols []string) (*partCache, error) {
+		key := table + "/" + p
+		seen[key] = true
+		sig := fileSig(m.Files(table, p))
+		if c := pc.parts[key]; c != nil && c.sig == sig {
+			return c, nil
+		}
+		c := &partCache{sig: sig}
+		err := sn.Scan(ctx, table, rollups.ScanOptions{Partitions: []string{p}, Columns: cols}, func(b rollups.Batch) error {
+			return decode(c, b.Record)
+		})
+		if err != nil {
+			return nil, err
+		}
+		pc.parts[key] = c
+		return c, nil
+	}
+	partitions := func(table string) []string {
+		if ts := m.Tables[table]; ts != nil {
+			return ts.PartitionNames()
+		}
+		return nil
+	}
+
+	// People and identities: rebuilt when any of their partitions changed.
+	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tablePeople) == tableSig(m, tablePeople) &&
+		tableSig(last.snap.Manifest(), tableIdentities) == tableSig(m, tableIdentities) {
+		d.People, d.peopleRefs, d.idUnits, d.idPerson = last.People, last.peopleRefs, last.idUnits, last.idPerson
+		for _, t := range []string{tablePeople, tableIdentities} {
+			for _, p := range partitions(t) {
+				seen[t+"/"+p] = true
+			}
+		}
+	} else {
+		var parts []*partCache
+		n := 0
+		for _, p := range partitions(tablePeople) {
+			c, err := part(tablePeople, p, decodePeople, peopleColumns)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, c)
+			n += len(c.people)
+		}
+		d.People = make([]personRow, 0, n)
+		for _, c := range parts {
+			d.People = append(d.People, c.people...)
+		}
+		if !slices.IsSortedFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) }) {
+			slices.SortFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) })
+		}
+		d.peopleRefs = make([]ref, len(d.People))
+		for i := range d.People {
+			d.peopleRefs[i] = d.People[i].Ref
+		}
+		type claim struct{ unit, person ref }
+		var claims []claim
+		for _, p := range partitions(tableIdentities) {
+			c, err := part(tableIdentities, p, decodeIdentities, identityColumns)
+			if err != nil {
+				return nil, err
+			}
+			for i := range c.units {
+				claims = append(claims, claim{c.units[i], c.owners[i]})
+			}
+		}
+		slices.SortFunc(claims, func(a, b claim) int { return compareRef(a.unit, b.unit) })
+		d.idUnits = make([]ref, len(claims))
+		d.idPerson = make([]int32, len(claims))
+		for i, c := range claims {
+			d.idUnits[i] = c.unit
+			d.idPerson[i] = noPerson
+			if j, ok := slices.BinarySearchFunc(d.peopleRefs, c.person, compareRef); ok {
+				d.idPerson[i] = int32(j)
+			}
+		}
+	}
+	peopleSame := last != nil && len(last.People) == len(d.People) && (len(d.People) == 0 || &last.People[0] == &d.People[0]) &&
+		len(last.idUnits) == len(d.idUnits) && (len(d.idUnits) == 0 || &last.idUnits[0] == &d.idUnits[0])
+
+	// Visits: the day partitions in order, each sorted by start.
+	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tableVisits) == tableSig(m, tableVisits) {
+		d.visits = last.visits
+		for _, p := range partitions(tableVisits) {
+			seen[tableVisits+"/"+p] = true
+		}
+	} else {
+		n := 0
+		var parts []*partCache
+		for _, p := range partitions(tableVisits) {
+			c, err := part(tableVisits, p, decodeVisits, visitColumns)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, c)
+			n += len(c.visits)
+		}
+		d.visits = make([]visitRow, 0, n)
+		for _, c := range parts {
+			d.visits = append(d.visits, c.visits...)
+		}
+		sortVisits(d.visits)
+		for i := range d.visits {
+			v := &d.visits[i]
+			v.Person = noPerson
+			if v.Consented {
+				v.Person = d.personOf(v.PersonRef)
+			}
+		}
+	}
+
+	// Conversions: by time.
+	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tableConversions) == tableSig(m, tableConversions) {
+		d.convs = last.convs
+		for _, p := range partitions(tableConversions) {
+			seen[tableConversions+"/"+p] = true
+		}
+	} else {
+		n := 0
+		var parts []*partCache
+		for _, p := range partitions(tableConversions) {
+			c, err := part(tableConversions, p, decodeConversions, conversionColumns)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, c)
+			n += len(c.convs)
+		}
+		d.convs = make([]conversionRow, 0, n)
+		for _, c := range parts {
+			d.convs = append(d.convs, c.convs...)
+		}
+		slices.SortFunc(d.convs, compareConversions)
+		for i := range d.convs {
+			cv := &d.convs[i]
+			cv.Person = noPerson
+			if cv.Consented {
+				cv.Person = d.personOf(cv.Owner)
+			}
+		}
+	}
+
+	// Events: the day partitions, the earliest time and the purchases.
+	d.events = partitions(tableEvents)
+	var buyParts [][]purchaseRow
+	n := 0
+	for _, p := range d.events {
+		c, err := part(tableEvents, p, decodeEventFacts, eventFactColumns)
+		if err != nil {
+			return nil, err
+		}
+		if c.first != 0 && (!d.hasFirst || c.first < d.first) {
+			d.first, d.hasFirst = c.first, true
+		}
+		buyParts = append(buyParts, c.buys)
+		n += len(c.buys)
+	}
+	d.purchases = make([]purchaseRow, 0, n)
+	for _, b := range buyParts {
+		d.purchases = append(d.purchases, b...)
+	}
+	slices.SortFunc(d.purchases, func(a, b purchaseRow) int {
+		if c := cmp.Compare(a.Time, b.Time); c != 0 {
+			return c
+		}
+		return compareRef(a.EventID, b.EventID)
+	})
+	for i := range d.purchases {
+		b := &d.purchases[i]
+		b.Person = noPerson
+		if !b.Consented {
+			continue
+		}
+		if b.UserID != "" {
+			if p, ok := d.Person(UserRef(projectID(m), b.UserID)); ok {
+				b.Person = p
+			}
+			continue
+		}
+		b.Person = d.personOf(b.Unit)
+	}
+	for k := range pc.parts {
+		if !seen[k] {
+			delete(pc.parts, k)
+		}
+	}
+	pc.last = d
+	return d, nil
+}
+
+// projectID is the project of a manifest.
+func projectID(m *rollups.Manifest) string { return m.Project }
+
+func sortVisits(v []visitRow) {
+	if slices.IsSortedFunc(v, compareVisits) {
+		return
+	}
+	slices.SortFunc(v, compareVisits)
+}
+
+func compareVisits(a, b visitRow) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	return compareRef(a.ID, b.ID)
+}
+
+func compareConversions(a, b conversionRow) int {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
+		return c
+	}
+	if c := compareRef(a.EventID, b.EventID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Action, b.Action)
+}
+
+// Columns read per table, in the order the decoders index them.
+var (
+	peopleColumns = []string{"ref", "user_id", "known", "name", "email", "stage", "first_seen", "last_seen",
+		"visits", "active_days", "events", "pageviews", "orders", "revenue", "value",
+		"ft_channel", "ft_source", "ft_medium", "ft_campaign", "ft_landing", "ft_ad_platform",
+		"lt_channel", "lt_source", "lt_medium", "lt_campaign", "lt_landing", "lt_ad_platform",
+		"country", "region", "device", "browser", "os", "locale", "last_path", "traits", "browsers",
+		"shared_browser", "first_purchase", "intent"}
+	identityColumns = []string{"unit", "person"}
+	visitColumns    = []string{"unit", "start", "id", "end", "person", "session", "events", "pageviews", "consented",
+		"channel", "source", "medium", "campaign", "term", "content", "ad_platform", "click_id", "referrer_host",
+		"referrer_name", "landing_host", "landing_path", "exit_path", "country", "region", "device", "browser",
+		"os", "locale", "source_id"}
+	conversionColumns = []string{"action", "time", "event_id", "role", "owner", "unit", "visit", "value", "currency", "consented"}
+)
+
+func decodePeople(pc *partCache, rec arrow.Record) error {
+	c, err := colsOf(rec, peopleColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		p := personRow{
+			Ref: refAt(c[0], i), UserID: strAt(c[1], i), Known: boolAt(c[2], i),
+			Name: strAt(c[3], i), HasName: !c[3].IsNull(i), Email: strAt(c[4], i), HasEmail: !c[4].IsNull(i),
+			Stage: strAt(c[5], i), FirstSeen: tsAt(c[6], i), LastSeen: tsAt(c[7], i),
+			FirstTouch: touch{strAt(c[15], i), strAt(c[16], i), strAt(c[17], i), strAt(c[18], i), strAt(c[19], i), strAt(c[20], i)},
+			LastTouch:  touch{strAt(c[21], i), strAt(c[22], i), strAt(c[23], i), strAt(c[24], i), strAt(c[25], i), strAt(c[26], i)},
+			Country:    strAt(c[27], i), Region: strAt(c[28], i), Device: strAt(c[29], i), Browser: strAt(c[30], i),
+			OS: strAt(c[31], i), Locale: strAt(c[32], i), LastPath: strAt(c[33], i), Traits: strAt(c[34], i),
+			SharedBrowser: boolAt(c[36], i), FirstPurchase: tsAt(c[37], i), Intent: boolAt(c[38], i),
+		}
+		p.Visits, _ = i64At(c[8], i)
+		p.ActiveDays, _ = i64At(c[9], i)
+		p.Events, _ = i64At(c[10], i)
+		p.Pageviews, _ = i64At(c[11], i)
+		p.Orders, _ = i64At(c[12], i)
+		p.Value, _ = i64At(c[14], i)
+		p.Browsers, _ = i64At(c[35], i)
+		if s := strAt(c[13], i); s != "" {
+			if err := json.Unmarshal([]byte(s), &p.Revenue); err != nil {
+				return fmt.Errorf("cannot read the revenue of person %x: %w", p.Ref, err)
+			}
+		}
+		if p.Revenue == nil {
+			p.Revenue = []Money{}
+		}
+		pc.people = append(pc.people, p)
+	}
+	return nil
+}
+
+func decodeIdentities(pc *partCache, rec arrow.Record) error {
+	c, err := colsOf(rec, identityColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		pc.units = append(pc.units, refAt(c[0], i))
+		pc.owners = append(pc.owners, refAt(c[1], i))
+	}
+	return nil
+}
+
+func decodeVisits(pc *partCache, rec arrow.Record) error {
+	c, err := colsOf(rec, visitColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		v := visitRow{
+			Unit: refAt(c[0], i), Start: tsAt(c[1], i), ID: refAt(c[2], i), End: tsAt(c[3], i),
+			PersonRef: refAt(c[4], i), Session: boolAt(c[5], i), Events: i32At(c[6], i), Pageviews: i32At(c[7], i),
+			Consented: boolAt(c[8], i), Channel: strAt(c[9], i), Source: strAt(c[10], i), Medium: strAt(c[11], i),
+			Campaign: strAt(c[12], i), Term: strAt(c[13], i), Content: strAt(c[14], i), AdPlatform: strAt(c[15], i),
+			ClickID: strAt(c[16], i), ReferrerHost: strAt(c[17], i), ReferrerName: strAt(c[18], i),
+			LandingHost: strAt(c[19], i), LandingPath: strAt(c[20], i), ExitPath: strAt(c[21], i),
+			Country: strAt(c[22], i), Region: strAt(c[23], i), Device: strAt(c[24], i), Browser: strAt(c[25], i),
+			OS: strAt(c[26], i), Locale: strAt(c[27], i), SourceID: strAt(c[28], i), Person: noPerson,
+		}
+		if v.PersonRef == (ref{}) {
+			v.PersonRef = v.Unit
+		}
+		pc.visits = append(pc.visits, v)
+	}
+	return nil
+}
+
+func decodeConversions(pc *partCache, rec arrow.Record) error {
+	c, err := colsOf(rec, conversionColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		cv := conversionRow{
+			Action: strAt(c[0], i), Time: tsAt(c[1], i), EventID: refAt(c[2], i), Role: strAt(c[3], i),
+			Owner: refAt(c[4], i), Unit: refAt(c[5], i), Visit: refAt(c[6], i), Currency: strAt(c[8], i),
+			Consented: boolAt(c[9], i), Person: noPerson,
+		}
+		cv.Value, cv.HasValue = i64At(c[7], i)
+		if cv.Owner == (ref{}) {
+			cv.Owner = cv.Unit
+		}
+		pc.convs = append(pc.convs, cv)
+	}
+	return nil
+}
+
+var eventFactColumns = []string{"time", "id", "unit", "user_id", "consented", "purchase", "value", "value_currency",
+	"visit", "session_id", "channel"}
+
+// decodeEventFacts keeps the earliest time and the purchases of an
+// events partition.
+func decodeEventFacts(pc *partCache, rec arrow.Record) error {
+	c, err := colsOf(rec, eventFactColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		t := tsAt(c[0], i)
+		if pc.first == 0 || t < pc.first {
+			pc.first = t
+		}
+		if !boolAt(c[5], i) {
+			continue
+		}
+		b := purchaseRow{Time: t, EventID: refAt(c[1], i), Unit: refAt(c[2], i), UserID: strAt(c[3], i),
+			Consented: boolAt(c[4], i), Currency: strAt(c[7], i), Visit: refAt(c[8], i)}
+		b.Value, b.HasValue = i64At(c[6], i)
+		if b.Visit == (ref{}) && !c[10].IsNull(i) {
+			b.Visit = refAt(c[9], i)
+		}
+		pc.buys = append(pc.buys, b)
+	}
+	return nil
+}
+
+// colsOf returns the record's columns by name, in the order of names.
+func colsOf(rec arrow.Record, names []string) ([]arrow.Array, error) {
+	s := rec.Schema()
+	out := make([]arrow.Array, len(names))
+	for i, n := range names {
+		idx := s.FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("column %q is missing", n)
+		}
+		out[i] = rec.Column(idx[0])
+	}
+	return out, nil
+}
+
+func strAt(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return ""
+	}
+	switch s := a.(type) {
+	case *array.String:
+		return s.Value(i)
+	case *array.LargeString:
+		return s.Value(i)
+	}
+	return ""
+}
+
+func refAt(a arrow.Array, i int) (r ref) {
+	if a.IsNull(i) {
+		return r
+	}
+	if b, ok := a.(*array.FixedSizeBinary); ok {
+		copy(r[:], b.Value(i))
+	}
+	return r
+}
+
+func boolAt(a arrow.Array, i int) bool {
+	b, ok := a.(*array.Boolean)
+	return ok && !a.IsNull(i) && b.Value(i)
+}
+
+func tsAt(a arrow.Array, i int) int64 {
+	t, ok := a.(*array.Timestamp)
+	if !ok || a.IsNull(i) {
+		return 0
+	}
+	return int64(t.Value(i))
+}
+
+func i64At(a arrow.Array, i int) (int64, bool) {
+	v, ok := a.(*array.Int64)
+	if !ok || a.IsNull(i) {
+		return 0, false
+	}
+	return v.Value(i), true
+}
+
+func i32At(a arrow.Array, i int) int32 {
+	v, ok := a.(*array.Int32)
+	if !ok || a.IsNull(i) {
+		return 0
+	}
+	return v.Value(i)
+}
+
+// eventMatcher holds event filters (all must hold) ready to test rows.
+type eventMatcher struct {
+	filters []Filter
+}
+
+func newEventMatcher(fs []Filter) *eventMatcher { return &eventMatcher{filters: fs} }
+
+// clickParams are the ad click ids in the order channels decide by; the
+// click_source of an event is the first one its page address carries.
+var clickParams = []string{"gclid", "gbraid", "wbraid", "msclkid", "fbclid", "ttclid", "li_fat_id"}
+
+// match reports whether e holds every filter.
+func (m *eventMatcher) match(e *eventRow) bool {
+	var q url.Values
+	query := func() url.Values {
+		if q == nil {
+			q, _ = url.ParseQuery(e.Query)
+			if q == nil {
+				q = url.Values{}
+			}
+		}
+		return q
+	}
+	var props map[string]any
+	for i := range m.filters {
+		f := &m.filters[i]
+		var v string
+		var raw any
+		isProp := false
+		switch f.Field {
+		case "event_name":
+			v = e.Name
+		case "page_path":
+			v = e.Path
+		case "region":
+			v = e.Region
+		case "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content":
+			v = query().Get(f.Field)
+		case "page_host":
+			v = hostOf(e.Origin)
+		case "referrer_host":
+			v = hostOf(e.Referrer)
+		case "channel":
+			v = e.Channel
+		case "country":
+			v = e.Country
+		case "click_source":
+			for _, c := range clickParams {
+				if query().Has(c) {
+					v = c
+					break
+				}
+			}
+		case "device_type":
+			v = e.Device
+		case "browser":
+			v = e.Browser
+		case "os":
+			v = e.OS
+		case "locale":
+			v = e.Locale
+		case "source_type":
+			v = "first_party_web"
+			if e.Server {
+				v = "first_party_server"
+			}
+		case "collection_mode":
+			v = "consentless"
+			if e.Consented {
+				v = "full"
+			}
+		default:
+			isProp = true
+			if props == nil {
+				props = map[string]any{}
+				if e.Properties != "" {
+					d := json.NewDecoder(strings.NewReader(e.Properties))
+					d.UseNumber()
+					_ = d.Decode(&props)
+				}
+			}
+			var ok bool
+			raw, ok = props[f.Property]
+			if ok {
+				switch x := raw.(type) {
+				case string:
+					v = x
+				case json.Number:
+					v = x.String()
+				case bool:
+					v = strconv.FormatBool(x)
+				case nil:
+				default:
+					b, _ := json.Marshal(x)
+					v = string(b)
+				}
+			}
+		}
+		if !testOp(f, v, raw, isProp) {
+			return false
+		}
+	}
+	return true
+}
+
+// testOp applies one operator to a field's value (raw is a property's
+// decoded JSON value, for gt and lt).
+func testOp(f *Filter, v string, raw any, isProp bool) bool {
+	switch f.Op {
+	case "is":
+		return v == f.Value
+	case "is_not":
+		return v != f.Value
+	case "contains":
+		return strings.Contains(strings.ToLower(v), strings.ToLower(f.Value))
+	case "not_contains":
+		return !strings.Contains(strings.ToLower(v), strings.ToLower(f.Value))
+	case "starts_with":
+		return strings.HasPrefix(v, f.Value)
+	case "matches":
+		return wildcard(f.Value, v)
+	case "set":
+		return v != ""
+	case "not_set":
+		return v == ""
+	case "gt", "lt":
+		var n float64
+		if isProp {
+			num, ok := raw.(json.Number)
+			if !ok {
+				return false
+			}
+			x, err := num.Float64()
+			if err != nil {
+				return false
+			}
+			n = x
+		} else {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return false
+			}
+			n = x
+		}
+		if f.Op == "gt" {
+			return n > f.Number
+		}
+		return n < f.Number
+	}
+	return false
+}
+
+// wildcard matches s against pattern, where * stands for any run of
+// characters and everything else is literal.
+func wildcard(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return s == pattern
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
+}
+
+// hostOf is the host of scheme://host[:port]/path, lower case, without
+// www. and port.
+func hostOf(u string) string {
+	if u == "" {
+		return ""
+	}
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.IndexAny(u, "/?#"); i >= 0 {
+		u = u[:i]
+	}
+	if i := strings.LastIndexByte(u, ':'); i >= 0 && !strings.HasSuffix(u, "]") {
+		u = u[:i]
+	}
+	return strings.TrimPrefix(strings.ToLower(u), "www.")
+}
+
+// chosenVisits returns the visits that have an event in w matching every
+// filter (the visits through which event filters choose people), by id.
+func (d *projectData) chosenVisits(ctx context.Context, w Window, fs []Filter) (map[ref]bool, error) {
+	m := newEventMatcher(fs)
+	out := map[ref]bool{}
+	err := d.Events(ctx, w.From, w.To, false, func(e *eventRow) bool {
+		if e.Visit != (ref{}) && !out[e.Visit] && m.match(e) {
+			out[e.Visit] = true
+		}
+		return true
+	})
+	return out, err
+}
