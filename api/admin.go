@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -31,6 +32,9 @@ type AdminConfig struct {
 	// answers what to report as JSON. Errors wrapping ErrNotFound answer
 	// 404, ErrRefused 422. Nil: the endpoint answers 501.
 	Replay func(ctx context.Context, project, from, source string) (any, error)
+	// Imports stores search-console and ads-platform import rows
+	// (docs/imports.md); nil: the import endpoint answers 501.
+	Imports *Imports
 	// Reporting issues app tokens and keeps recent access; nil when this
 	// process runs no reporting API (those endpoints then answer 501).
 	Reporting *Reporting
@@ -84,6 +88,7 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Get("/catalog", a.catalogSummary)
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
 	g.Post("/projects/:project/replay", a.replay)
+	g.Post("/projects/:project/imports", a.importRows)
 	g.Post("/users/:user/app-tokens", a.issueAppTokens)
 	g.Post("/app-tokens/refresh", a.refreshAppTokens)
 	g.Post("/app-tokens/revoke", a.revokeAppTokens)
@@ -247,6 +252,28 @@ func (a *Admin) replay(c *fiber.Ctx) error {
 		return a.hookError(c, err)
 	}
 	return c.JSON(out)
+}
+
+// importRows loads an import file (the body; docs/imports.md) into a
+// project: 200 with what changed, 422 with every fault (line and field)
+// and nothing stored, 404 for an unknown project.
+func (a *Admin) importRows(c *fiber.Ctx) error {
+	if a.cfg.Imports == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process keeps no imports"})
+	}
+	imp, err := ParseImport(bytes.NewReader(c.Body()))
+	if err == nil {
+		var res ImportResult
+		res, err = a.cfg.Imports.Apply(c.UserContext(), c.Params("project"), imp)
+		if err == nil {
+			return c.JSON(res)
+		}
+	}
+	var ie *ImportError
+	if errors.As(err, &ie) {
+		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": err.Error(), "faults": ie.Faults})
+	}
+	return a.hookError(c, err)
 }
 
 // hookError answers an error of a reporting hook by the sentinel it wraps.

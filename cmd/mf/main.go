@@ -26,6 +26,7 @@ commands:
   process     run the processor only
   api         run the reporting and admin API only
   provision   apply a provisioning file: mf provision [flags] FILE
+  import      load search-console or ads-platform rows: mf import --project ID [flags] FILE
   replay      rebuild a project's tables from its history: mf replay --project ID [--from DATE]
   eval        evaluate flags: JSON lines on stdin, results on stdout
   version     print the version
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serveMain(ctx, roleAPI, rest, stdout, stderr)
 	case "provision":
 		return provisionMain(ctx, rest, stdout, stderr)
+	case "import":
+		return importMain(ctx, rest, stdout, stderr)
 	case "replay":
 		return replayMain(ctx, rest, stdout, stderr)
 	case "eval":

@@ -282,6 +282,11 @@ func (s *service) serveHTTP() error {
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
 			acfg.Reporting = s.reporting
+			imps, err := api.NewImports(api.DefaultImportConfig(), s.bucket, s.cat, nil)
+			if err != nil {
+				return fmt.Errorf("cannot build the import store: %w", err)
+			}
+			acfg.Imports = imps
 			acfg.Replay = replayer{bucket: s.bucket, log: s.log, cat: s.cat, reader: s.reader, logger: s.logger}.replay
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mfhq/mf/api"
+	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/eventlog"
+)
+
+// importMain is `mf import --project ID FILE`: it loads search-console or
+// ads-platform rows (docs/imports.md) into a project, through a running
+// mf's admin API (--admin-url) or directly on --data / --log and --store.
+// Exit status 0 loaded (or nothing to change), 1 refused or failed, 2 usage.
+func importMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mf import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	project := fs.String("project", "", "id of the project the rows belong to (required)")
+	data := fs.String("data", envOr("MF_DATA", "./mf-data"), "directory of the embedded log and store (env MF_DATA); not while mf serve uses it")
+	logURL := fs.String("log", os.Getenv("MF_LOG"), "nats://… of an external log (env MF_LOG)")
+	store := fs.String("store", os.Getenv("MF_STORE"), "s3://… of an external object store (env MF_STORE)")
+	adminURL := fs.String("admin-url", os.Getenv("MF_ADMIN_URL"), "base URL of a running mf's admin API (env MF_ADMIN_URL)")
+	token := fs.String("admin-token", os.Getenv("MF_ADMIN_TOKEN"), "bearer token of the admin API (env MF_ADMIN_TOKEN)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mf import --project ID [--data DIR | --log nats://… --store s3://… | --admin-url URL [--admin-token T]] FILE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *project == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	body, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %v\n", err)
+		return 1
+	}
+	if *adminURL != "" {
+		return importRemote(ctx, strings.TrimRight(*adminURL, "/"), *token, *project, body, stdout, stderr)
+	}
+	imp, err := api.ParseImport(bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %s: %v\n", fs.Arg(0), err)
+		return 1
+	}
+	logger := newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr)
+	bcfg := storage.DefaultConfig()
+	bcfg.Store, bcfg.Dir = *store, filepath.Join(*data, "objects")
+	b, err := storage.Open(ctx, bcfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: cannot open the object store: %v\n", err)
+		return 1
+	}
+	defer b.Close()
+	lcfg := eventlog.DefaultConfig()
+	lcfg.URL, lcfg.Dir = *logURL, filepath.Join(*data, "log")
+	lg, err := eventlog.Open(ctx, lcfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: cannot open the log (if mf serve runs on %s, use --admin-url instead): %v\n", *data, err)
+		return 1
+	}
+	defer lg.Close()
+	cat, err := openCatalog(ctx, lg, nil, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %v\n", err)
+		return 1
+	}
+	defer cat.Close()
+	imps, err := api.NewImports(api.DefaultImportConfig(), b, cat, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %v\n", err)
+		return 1
+	}
+	res, err := imps.Apply(ctx, *project, imp)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %s: %v\n", fs.Arg(0), err)
+		return 1
+	}
+	printImported(stdout, res)
+	return 0
+}
+
+func printImported(w io.Writer, r api.ImportResult) {
+	if !r.Changed {
+		fmt.Fprintf(w, "nothing to change: %d rows of %s already stored for project %s\n", r.Rows, r.Source, r.Project)
+		return
+	}
+	fmt.Fprintf(w, "imported %d rows of %s into project %s: %d added, %d replaced, %d unchanged\n",
+		r.Rows, r.Source, r.Project, r.Added, r.Replaced, r.Unchanged)
+}
+
+func importRemote(ctx context.Context, base, token, project string, body []byte, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/imports", bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: %v\n", err)
+		return 2
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf import: cannot reach the admin API: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(raw))
+		}
+		fmt.Fprintf(stderr, "mf import: %s: %s\n", resp.Status, e.Error)
+		return 1
+	}
+	var r api.ImportResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		fmt.Fprintf(stderr, "mf import: the admin API answered an unreadable body: %v\n", err)
+		return 1
+	}
+	printImported(stdout, r)
+	return 0
+}
