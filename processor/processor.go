@@ -391,10 +391,14 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 	}
 	// Behind the log: many messages still to deliver, or this one stored
 	// a while ago.
+	// Nothing left to deliver is never a backlog, however old the message:
+	// the processor is at the head of the log and commits at the fast pace.
 	pending, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaPending), 10, 64)
 	p.backlog = err == nil && pending > p.cfg.BacklogMessages
-	if at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime)); err == nil && time.Since(at) > p.cfg.BacklogLag {
-		p.backlog = true
+	if err == nil && pending > 0 && !p.backlog {
+		if at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime)); err == nil && time.Since(at) > p.cfg.BacklogLag {
+			p.backlog = true
+		}
 	}
 	wait := p.cfg.RetryBackoff
 	for {

@@ -135,10 +135,21 @@ type Consumer struct {
 	AckWait time.Duration
 
 	// MaxAckPending is how many delivered messages may be unacknowledged at
-	// once across the whole group. 1 (default) keeps strict log order,
-	// also across redeliveries and across the processes of the group; more
-	// lets the processes of a group work in parallel, out of order.
+	// once across the whole group: the window a subscriber fetches ahead
+	// while its handler works and its acks travel. Log order is kept for
+	// any window: one subscriber of the group at a time receives messages
+	// (the pinned one, see PinnedTTL), it hands them out one at a time in
+	// log order, and it redelivers a nacked message itself before the next
+	// one. Default 1024.
 	MaxAckPending int
+
+	// PinnedTTL is how long the group's server waits for the subscriber it
+	// delivers to (the pinned one) to ask for messages before it lets
+	// another subscriber of the group take over. A subscriber asks at least
+	// every PinnedTTL/3 while it runs and hands the group over at once when
+	// it closes, so this is the time to notice a dead process. 0 or at
+	// least 3s; 0 means 30s, the default.
+	PinnedTTL time.Duration
 }
 
 // DefaultStreams returns mf's table of streams. Add a stream here to make it
@@ -159,7 +170,7 @@ func DefaultStreams() []Stream {
 // DefaultConsumer returns the default configuration of a durable consumer
 // group.
 func DefaultConsumer(group string) Consumer {
-	return Consumer{Group: group, AckWait: 30 * time.Second, MaxAckPending: 1}
+	return Consumer{Group: group, AckWait: 30 * time.Second, MaxAckPending: 1024, PinnedTTL: 30 * time.Second}
 }
 
 // DefaultConfig returns the configuration of the embedded log. Set Dir (or
@@ -266,7 +277,10 @@ func (c Consumer) validate() error {
 		return fmt.Errorf("group %q: AckWait %s must be at least 1s (default 30s)", c.Group, c.AckWait)
 	}
 	if c.MaxAckPending < 1 {
-		return fmt.Errorf("group %q: MaxAckPending %d must be at least 1 (default 1)", c.Group, c.MaxAckPending)
+		return fmt.Errorf("group %q: MaxAckPending %d must be at least 1 (default 1024)", c.Group, c.MaxAckPending)
+	}
+	if c.PinnedTTL != 0 && c.PinnedTTL < 3*time.Second {
+		return fmt.Errorf("group %q: PinnedTTL %s must be 0 (30s) or at least 3s", c.Group, c.PinnedTTL)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -260,8 +261,16 @@ func consumerConfig(r route, c Consumer) jetstream.ConsumerConfig {
 		MaxAckPending:  c.MaxAckPending,
 		FilterSubjects: r.filters,
 		ReplayPolicy:   jetstream.ReplayInstantPolicy,
+		// One subscriber of the group at a time receives messages.
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{pinGroup},
+		PinnedTTL:      cmp.Or(c.PinnedTTL, 30*time.Second),
 	}
 }
+
+// pinGroup is the priority group every subscriber of a consumer group pulls
+// in: the server pins it to one subscriber at a time.
+const pinGroup = "mf"
 
 // durableName names a group's consumer of a topic: the group itself on the
 // whole stream's topic, group=sub+topic on a sub-topic ("processor" on

@@ -27,9 +27,10 @@ func TestPubSub(t *testing.T) {
 			name: "group",
 			features: tests.Features{
 				ConsumerGroups: true,
-				// MaxAckPending 1: the next message of a group is delivered
-				// only after the previous one was acked, whichever member
-				// holds it, so order holds across subscribers.
+				// One subscriber of a group at a time receives (a pinned
+				// priority group); it hands messages out one at a time in
+				// log order and redelivers a nacked one before the next,
+				// so order holds across subscribers.
 				GuaranteedOrder:                  true,
 				Persistent:                       true,
 				NewSubscriberReceivesOldMessages: false,

@@ -85,27 +85,28 @@ func TestRestartResumesWhereAcked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MaxAckPending 1 keeps log order, redeliveries included: a redelivered
-	// acked message would come before the held one.
+	// The group keeps log order, redeliveries included: a redelivered
+	// acked message would come before the held one. The messages fetched
+	// ahead before the restart were given back, so they come as
+	// redeliveries too; the held one certainly does.
 	for i := acks; i < total; i++ {
 		m := receive(t, ch)
 		if m.UUID != published[i].UUID || mustSeq(t, m) != uint64(i+1) {
 			t.Fatalf("after restart, delivery %d: %s at %d, want %s at %d", i, m.UUID, mustSeq(t, m), published[i].UUID, i+1)
 		}
-		wantDelivery := "1"
-		if i == acks {
-			wantDelivery = "2"
+		got := m.Metadata.Get(MetaDelivery)
+		if i == acks && got != "2" || got != "1" && got != "2" {
+			t.Fatalf("%s delivered with %s %q, want 2 for the held message, else 1 or 2", m.UUID, MetaDelivery, got)
 		}
-		if got := m.Metadata.Get(MetaDelivery); got != wantDelivery {
-			t.Fatalf("%s delivered with %s %q, want %q", m.UUID, MetaDelivery, got, wantDelivery)
-		}
-		if got, want := m.Metadata.Get(MetaPending), strconv.Itoa(total-i-1); got != want {
-			t.Fatalf("%s delivered with %s %q, want %q", m.UUID, MetaPending, got, want)
+		// Pending counts the messages not delivered to the group yet.
+		pending, err := strconv.Atoi(m.Metadata.Get(MetaPending))
+		if err != nil || pending < 0 || pending > total-i-1 {
+			t.Fatalf("%s delivered with %s %q, want 0 to %d", m.UUID, MetaPending, m.Metadata.Get(MetaPending), total-i-1)
 		}
 		m.Ack()
 	}
-	// Every ack is confirmed by the server before the next message comes;
-	// wait for the last one the same way, through the consumer's state.
+	// Acks are sent without waiting: wait for the last one through the
+	// consumer's state.
 	c, err := l.streams["batches"].handle.Consumer(ctx, "processor")
 	if err != nil {
 		t.Fatal(err)

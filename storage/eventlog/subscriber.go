@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -40,10 +41,9 @@ type SubscriberConfig struct {
 
 	// Prefetch is how many messages a Subscribe call asks the server for
 	// at a time (it asks for more when half are used up). A group's server
-	// never has more than MaxAckPending messages out, so with the default
-	// MaxAckPending 1 this buffers nothing. At least 4: with smaller
-	// requests the client library can miss re-requesting and stall until its
-	// heartbeat check (30s). Default 16.
+	// never has more than the group's MaxAckPending messages out. At least
+	// 4: with smaller requests the client library can miss re-requesting
+	// and stall until its heartbeat check (30s). Default 256.
 	Prefetch int
 }
 
@@ -51,7 +51,7 @@ type SubscriberConfig struct {
 // durable consumer group group, or in replay mode for group "".
 func DefaultSubscriberConfig(group string) SubscriberConfig {
 	c := DefaultConsumer(group)
-	return SubscriberConfig{Consumer: c, NakDelay: 100 * time.Millisecond, CloseGrace: 5 * time.Second, Prefetch: 16}
+	return SubscriberConfig{Consumer: c, NakDelay: 100 * time.Millisecond, CloseGrace: 5 * time.Second, Prefetch: 256}
 }
 
 // Replay reports whether the configuration selects replay mode.
@@ -71,7 +71,7 @@ func (c SubscriberConfig) Validate() error {
 		return fmt.Errorf("subscriber config: CloseGrace %s must not be negative", c.CloseGrace)
 	}
 	if c.Prefetch < 4 {
-		return fmt.Errorf("subscriber config: Prefetch %d must be at least 4 (default 16)", c.Prefetch)
+		return fmt.Errorf("subscriber config: Prefetch %d must be at least 4 (default 256)", c.Prefetch)
 	}
 	return nil
 }
@@ -80,11 +80,16 @@ func (c SubscriberConfig) Validate() error {
 // time per Subscribe call: the next message is sent on the channel only
 // after the previous one was acked or nacked.
 //
-// In a consumer group, Ack acknowledges the message to the server (and waits
-// for the server to confirm), Nack has the server deliver it again after
-// NakDelay, and the group resumes after its last acknowledged message when a
-// process starts again. In replay mode, Nack delivers the same message again
-// after NakDelay, locally.
+// In a consumer group, one subscriber of the group at a time receives
+// messages (the server pins the group to it; when it closes, or after the
+// group's PinnedTTL without news of it, another takes over). It fetches
+// up to the group's MaxAckPending messages ahead and hands them out in log
+// order. Ack sends the acknowledgement without waiting for the server (a
+// lost one means the message is delivered again); Nack hands the same
+// message out again after NakDelay, before any later one. The group
+// resumes after its last acknowledged message when a process starts
+// again. In replay mode, Nack delivers the same message again after
+// NakDelay, locally.
 //
 // Every delivered message carries the metadata keys MetaSeq, MetaSubject,
 // MetaTime, MetaDelivery and MetaPending.
@@ -221,8 +226,11 @@ func (s *Subscriber) bind(ctx context.Context, r route) (jetstream.Consumer, err
 	return c, nil
 }
 
-// subscription is one Subscribe call: a server-side iterator and the loop
-// that hands its messages out one at a time.
+// subscription is one Subscribe call: a server-side iterator, and the loop
+// that hands its messages out one at a time. In a group, a fetcher moves
+// the iterator's messages into a queue of its own as they come (the
+// server sends up to MaxAckPending ahead), so that the subscription can
+// keep every message it holds alive and give them all back in order.
 type subscription struct {
 	s   *Subscriber
 	r   route
@@ -231,10 +239,19 @@ type subscription struct {
 
 	mu      sync.Mutex
 	iter    jetstream.MessagesContext
+	cons    jetstream.Consumer // group: the durable consumer
 	drained bool
 
 	ackWait time.Duration // the durable consumer's, for in-progress signals
 	lastSeq uint64        // replay: the last stream sequence handed out and done
+
+	// Group mode: messages fetched and not handed out yet, in log order;
+	// queued is signalled when the queue grows.
+	qmu    sync.Mutex
+	queue  []jetstream.Msg
+	queued chan struct{}
+	pin    string // the pin id of the last message fetched
+	acked  bool   // an ack was sent since the last flush
 }
 
 // open starts a server-side iterator: on the group's durable consumer, or
@@ -268,6 +285,12 @@ func (sub *subscription) open() error {
 		sub.ackWait = info.AckWait
 		opts = append(opts, jetstream.PullMaxMessages(cfg.Prefetch),
 			jetstream.WithMessagesErrOnMissingHeartbeat(false))
+		if info.PriorityPolicy == jetstream.PriorityPolicyPinned && slices.Contains(info.PriorityGroups, pinGroup) {
+			// Ask again well within the pin's time to live, so that the
+			// server keeps delivering to this subscriber while it runs.
+			opts = append(opts, jetstream.PullPriorityGroup(pinGroup),
+				jetstream.PullExpiry(max(info.PinnedTTL/3, time.Second)))
+		}
 	}
 	it, err := c.Messages(opts...)
 	if err != nil {
@@ -279,7 +302,7 @@ func (sub *subscription) open() error {
 		it.Stop()
 		return ErrClosed
 	}
-	sub.iter = it
+	sub.iter, sub.cons = it, c
 	return nil
 }
 
@@ -307,11 +330,52 @@ func (sub *subscription) current() jetstream.MessagesContext {
 	return sub.iter
 }
 
-// run hands messages out until the subscription ends, reopening the
-// iterator when it ends on its own (the server went away, the consumer was
-// deleted).
+// run hands messages out until the subscription ends. In replay mode it
+// hands each message out as the iterator gives it; in a group a fetcher
+// queues them and run takes them from the queue, and when the subscription
+// ends it gives back, in log order, whatever it still holds.
 func (sub *subscription) run() {
 	logger := sub.s.logger.With("topic", sub.r.topic)
+	if sub.s.cfg.Replay() {
+		sub.fetch(logger, func(jm jetstream.Msg) {
+			if sub.ctx.Err() != nil {
+				return // fetched but never handed out; nothing to give back
+			}
+			sub.deliver(jm, logger)
+		})
+		return
+	}
+	sub.queued = make(chan struct{}, 1)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		sub.fetch(logger, sub.push)
+	}()
+	stopProgress := sub.keepQueueAlive()
+	for {
+		jm, ok := sub.pop()
+		if !ok {
+			break
+		}
+		sub.deliver(jm, logger)
+	}
+	// The subscription ended: the held message was settled or given back
+	// by deliver; give back the queue, including what the iterator hands
+	// out while it drains, after the acks sent so far reached the server.
+	<-fetched
+	stopProgress()
+	sub.flushAcks(logger)
+	for _, jm := range sub.takeQueue() {
+		sub.giveBack(jm)
+	}
+	sub.flushAcks(logger)
+	sub.unpin(logger)
+}
+
+// fetch reads the iterator and passes each message to handle until the
+// subscription ends, reopening the iterator when it ends on its own (the
+// server went away, the consumer was deleted).
+func (sub *subscription) fetch(logger *slog.Logger, handle func(jetstream.Msg)) {
 	backoff := 100 * time.Millisecond
 	for {
 		jm, err := sub.current().Next()
@@ -340,16 +404,137 @@ func (sub *subscription) run() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		if sub.ctx.Err() != nil {
-			// Fetched but never handed out: give it back.
-			sub.giveBack(jm)
-			continue
-		}
-		sub.deliver(jm, logger)
+		handle(jm)
 	}
 }
 
-// deliver hands one message out and waits for its outcome.
+// push queues a fetched message (group mode).
+func (sub *subscription) push(jm jetstream.Msg) {
+	pin := jm.Headers().Get(pinHeader)
+	sub.qmu.Lock()
+	sub.queue = append(sub.queue, jm)
+	if pin != "" {
+		sub.pin = pin
+	}
+	sub.qmu.Unlock()
+	select {
+	case sub.queued <- struct{}{}:
+	default:
+	}
+}
+
+// pinHeader carries the pin id on messages of a pinned priority group.
+const pinHeader = "Nats-Pin-Id"
+
+// pop takes the next queued message; false when the subscription ended.
+func (sub *subscription) pop() (jetstream.Msg, bool) {
+	for {
+		if sub.ctx.Err() != nil {
+			return nil, false
+		}
+		sub.qmu.Lock()
+		if len(sub.queue) > 0 {
+			jm := sub.queue[0]
+			sub.queue[0] = nil
+			sub.queue = sub.queue[1:]
+			sub.qmu.Unlock()
+			return jm, true
+		}
+		sub.qmu.Unlock()
+		select {
+		case <-sub.queued:
+		case <-sub.ctx.Done():
+		}
+	}
+}
+
+// takeQueue empties the queue and returns what it held.
+func (sub *subscription) takeQueue() []jetstream.Msg {
+	sub.qmu.Lock()
+	defer sub.qmu.Unlock()
+	q := sub.queue
+	sub.queue = nil
+	return q
+}
+
+// keepQueueAlive tells the server every AckWait/2 that the queued messages
+// are in progress, so that it does not deliver them again while they wait
+// behind a slow handler. It returns the function that stops it.
+func (sub *subscription) keepQueueAlive() func() {
+	if sub.ackWait <= 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sub.ackWait / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				sub.qmu.Lock()
+				for _, jm := range sub.queue {
+					if err := jm.InProgress(); err != nil {
+						sub.s.logger.Debug("in-progress signal not sent", "err", err)
+						break
+					}
+				}
+				sub.qmu.Unlock()
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// flushAcks waits until the acks sent so far reached the server (they are
+// sent without waiting for each).
+func (sub *subscription) flushAcks(logger *slog.Logger) {
+	sub.qmu.Lock()
+	acked := sub.acked
+	sub.acked = false
+	sub.qmu.Unlock()
+	if !acked || sub.s.log.nc.Status() != nats.CONNECTED {
+		return
+	}
+	if err := sub.s.log.nc.FlushTimeout(sub.s.log.cfg.Timeout); err != nil {
+		logger.Warn("acks not confirmed by the server; their messages may be delivered again", "err", err)
+	}
+}
+
+// unpin hands the group over to another subscriber at once when this one
+// is the one the server delivers to, instead of after PinnedTTL.
+func (sub *subscription) unpin(logger *slog.Logger) {
+	sub.qmu.Lock()
+	pin := sub.pin
+	sub.qmu.Unlock()
+	sub.mu.Lock()
+	c := sub.cons
+	sub.mu.Unlock()
+	if pin == "" || c == nil || sub.s.log.nc.Status() != nats.CONNECTED {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sub.s.log.cfg.Timeout)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		logger.Debug("cannot read the consumer's pin; another subscriber takes over after PinnedTTL", "err", err)
+		return
+	}
+	for _, g := range info.PriorityGroups {
+		if g.Group == pinGroup && g.PinnedClientID == pin {
+			if err := sub.r.stream.handle.UnpinConsumer(ctx, info.Name, pinGroup); err != nil {
+				logger.Debug("cannot unpin the consumer; another subscriber takes over after PinnedTTL", "err", err)
+			}
+		}
+	}
+}
+
+// deliver hands one message out and waits for its outcome. A nacked
+// message is handed out again after NakDelay, before any other, so that
+// log order holds.
 func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 	md, err := jm.Metadata()
 	if err != nil {
@@ -379,21 +564,20 @@ func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 		case acked:
 			sub.lastSeq = md.Sequence.Stream
 			if !replay {
-				ctx, cancel := context.WithTimeout(context.Background(), sub.s.log.cfg.Timeout)
-				if err := jm.DoubleAck(ctx); err != nil {
-					logger.Warn("ack not confirmed by the server; the message will be delivered again", "seq", md.Sequence.Stream, "err", err)
+				// Sent without waiting for the server: a lost ack only
+				// means the message is delivered again.
+				if err := jm.Ack(); err != nil {
+					logger.Warn("ack not sent; the message will be delivered again", "seq", md.Sequence.Stream, "err", err)
 				}
-				cancel()
-			}
-			return
-		case nacked && !replay:
-			if err := jm.NakWithDelay(sub.s.cfg.NakDelay); err != nil {
-				logger.Warn("nack not sent; the message will be delivered again after AckWait", "seq", md.Sequence.Stream, "err", err)
+				sub.qmu.Lock()
+				sub.acked = true
+				sub.qmu.Unlock()
 			}
 			return
 		case nacked:
 			select {
 			case <-sub.ctx.Done():
+				sub.giveBack(jm)
 				return
 			case <-time.After(sub.s.cfg.NakDelay):
 			}
