@@ -11,13 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mfhq/mf/api"
-	"github.com/mfhq/mf/storage"
-	"github.com/mfhq/mf/storage/eventlog"
 )
 
 // importMain is `mf import --project ID FILE`: it loads search-console or
@@ -28,11 +25,7 @@ func importMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("mf import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	project := fs.String("project", "", "id of the project the rows belong to (required)")
-	data := fs.String("data", envOr("MF_DATA", "./mf-data"), "directory of the embedded log and store (env MF_DATA); not while mf serve uses it")
-	logURL := fs.String("log", os.Getenv("MF_LOG"), "nats://… of an external log (env MF_LOG)")
-	store := fs.String("store", os.Getenv("MF_STORE"), "s3://… of an external object store (env MF_STORE)")
-	adminURL := fs.String("admin-url", os.Getenv("MF_ADMIN_URL"), "base URL of a running mf's admin API (env MF_ADMIN_URL)")
-	token := fs.String("admin-token", os.Getenv("MF_ADMIN_TOKEN"), "bearer token of the admin API (env MF_ADMIN_TOKEN)")
+	sf := addStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mf import --project ID [--data DIR | --log nats://… --store s3://… | --admin-url URL [--admin-token T]] FILE")
 		fs.PrintDefaults()
@@ -52,38 +45,21 @@ func importMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "mf import: %v\n", err)
 		return 1
 	}
-	if *adminURL != "" {
-		return importRemote(ctx, strings.TrimRight(*adminURL, "/"), *token, *project, body, stdout, stderr)
+	if *sf.adminURL != "" {
+		return importRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, *project, body, stdout, stderr)
 	}
 	imp, err := api.ParseImport(bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: %s: %v\n", fs.Arg(0), err)
 		return 1
 	}
-	logger := newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr)
-	bcfg := storage.DefaultConfig()
-	bcfg.Store, bcfg.Dir = *store, filepath.Join(*data, "objects")
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf import: cannot open the object store: %v\n", err)
-		return 1
-	}
-	defer b.Close()
-	lcfg := eventlog.DefaultConfig()
-	lcfg.URL, lcfg.Dir = *logURL, filepath.Join(*data, "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf import: cannot open the log (if mf serve runs on %s, use --admin-url instead): %v\n", *data, err)
-		return 1
-	}
-	defer lg.Close()
-	cat, err := openCatalog(ctx, lg, nil, logger)
+	o, err := openOffline(ctx, sf, false, newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: %v\n", err)
 		return 1
 	}
-	defer cat.Close()
-	imps, err := api.NewImports(api.DefaultImportConfig(), b, cat, nil)
+	defer o.Close()
+	imps, err := api.NewImports(api.DefaultImportConfig(), o.bucket, o.cat, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: %v\n", err)
 		return 1

@@ -10,14 +10,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/mfhq/mf/ingest"
-	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
-	"github.com/mfhq/mf/storage/eventlog"
 )
 
 // provisionMain is `mf provision [flags] FILE`: it applies a provisioning
@@ -28,11 +24,7 @@ import (
 func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mf provision", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", envOr("MF_DATA", "./mf-data"), "directory of the embedded log (env MF_DATA); not while mf serve uses it")
-	logURL := fs.String("log", os.Getenv("MF_LOG"), "nats://… of an external log (env MF_LOG)")
-	store := fs.String("store", os.Getenv("MF_STORE"), "s3://… of an external object store (env MF_STORE)")
-	adminURL := fs.String("admin-url", os.Getenv("MF_ADMIN_URL"), "base URL of a running mf's admin API, e.g. http://127.0.0.1:8082 (env MF_ADMIN_URL)")
-	token := fs.String("admin-token", os.Getenv("MF_ADMIN_TOKEN"), "bearer token of the admin API (env MF_ADMIN_TOKEN)")
+	sf := addStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mf provision [--data DIR | --log nats://… | --admin-url URL [--admin-token T]] FILE")
 		fs.PrintDefaults()
@@ -52,42 +44,16 @@ func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "mf provision: %v\n", err)
 		return 1
 	}
-	if *adminURL != "" {
-		return provisionRemote(ctx, strings.TrimRight(*adminURL, "/"), *token, body, stdout, stderr)
+	if *sf.adminURL != "" {
+		return provisionRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, body, stdout, stderr)
 	}
-	logger := newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr)
-	lcfg := eventlog.DefaultConfig()
-	lcfg.URL, lcfg.Dir = *logURL, filepath.Join(*data, "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf provision: cannot open the log (if mf serve runs on %s, use --admin-url instead): %v\n", *data, err)
-		return 1
-	}
-	defer lg.Close()
-	bcfg := storage.DefaultConfig()
-	bcfg.Store, bcfg.Dir = os.Getenv("MF_STORE"), filepath.Join(*data, "objects")
-	if *store != "" {
-		bcfg.Store = *store
-	}
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf provision: cannot open the object store: %v\n", err)
-		return 1
-	}
-	defer b.Close()
-	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, logger)
+	o, err := openOffline(ctx, sf, true, newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "mf provision: %v\n", err)
 		return 1
 	}
-	defer flags.Close(context.Background())
-	cat, err := openCatalog(ctx, lg, flags.CheckDocuments, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf provision: %v\n", err)
-		return 1
-	}
-	defer cat.Close()
-	res, err := cat.Apply(ctx, body)
+	defer o.Close()
+	res, err := o.cat.Apply(ctx, body)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf provision: %s: %v\n", fs.Arg(0), err)
 		return 1

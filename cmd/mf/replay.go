@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -102,11 +100,7 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	project := fs.String("project", "", "id of the project to rebuild (required)")
 	from := fs.String("from", "", "first day YYYY-MM-DD to rewrite; earlier days are kept as they are (people are always rebuilt)")
 	source := fs.String("source", "archive", "where the history is read: archive (the events table) or log (every batch the log keeps)")
-	data := fs.String("data", envOr("MF_DATA", "./mf-data"), "directory of the embedded log and store (env MF_DATA); not while mf serve uses it")
-	logURL := fs.String("log", os.Getenv("MF_LOG"), "nats://… of an external log (env MF_LOG)")
-	store := fs.String("store", os.Getenv("MF_STORE"), "s3://… of an external object store (env MF_STORE)")
-	adminURL := fs.String("admin-url", os.Getenv("MF_ADMIN_URL"), "base URL of a running mf's admin API (env MF_ADMIN_URL)")
-	token := fs.String("admin-token", os.Getenv("MF_ADMIN_TOKEN"), "bearer token of the admin API (env MF_ADMIN_TOKEN)")
+	sf := addStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mf replay --project ID [--from YYYY-MM-DD] [--source archive|log] [--data DIR | --log nats://… --store s3://… | --admin-url URL]")
 		fs.PrintDefaults()
@@ -121,38 +115,22 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fs.Usage()
 		return 2
 	}
-	if *adminURL != "" {
-		return replayRemote(ctx, strings.TrimRight(*adminURL, "/"), *token, *project, *from, *source, stdout, stderr)
+	if *sf.adminURL != "" {
+		return replayRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, *project, *from, *source, stdout, stderr)
 	}
 	logger := newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr)
-	bcfg := storage.DefaultConfig()
-	bcfg.Store, bcfg.Dir = *store, filepath.Join(*data, "objects")
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf replay: cannot open the object store: %v\n", err)
-		return 1
-	}
-	defer b.Close()
-	lcfg := eventlog.DefaultConfig()
-	lcfg.URL, lcfg.Dir = *logURL, filepath.Join(*data, "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf replay: cannot open the log (if mf serve runs on %s, use --admin-url instead): %v\n", *data, err)
-		return 1
-	}
-	defer lg.Close()
-	cat, err := openCatalog(ctx, lg, nil, logger)
+	o, err := openOffline(ctx, sf, false, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 1
 	}
-	defer cat.Close()
-	rd, err := rollups.NewReader(b, rollups.DefaultReaderConfig(), logger)
+	defer o.Close()
+	rd, err := rollups.NewReader(o.bucket, rollups.DefaultReaderConfig(), logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 1
 	}
-	out, err := replayer{bucket: b, log: lg, cat: cat, reader: rd, logger: logger}.replay(ctx, *project, *from, *source)
+	out, err := replayer{bucket: o.bucket, log: o.log, cat: o.cat, reader: rd, logger: logger}.replay(ctx, *project, *from, *source)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 1
