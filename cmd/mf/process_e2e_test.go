@@ -153,27 +153,41 @@ func sendTraffic(t *testing.T, base *atomic.Pointer[string], batches []trafficBa
 	wg.Wait()
 }
 
+// snapshotOf opens the current tables of a project in a data directory's
+// object store, read as the reporting API reads them (cache: with a
+// decoded-column cache).
+func snapshotOf(ctx context.Context, data, project string, cache bool) (*rollups.Snapshot, func(), error) {
+	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	rcfg := rollups.DefaultReaderConfig()
+	rcfg.Freshness = 0
+	if !cache {
+		rcfg.CacheBytes = 0
+	}
+	rd, err := rollups.NewReader(b, rcfg, nil)
+	if err == nil {
+		var sn *rollups.Snapshot
+		if sn, err = rd.Snapshot(ctx, project); err == nil {
+			return sn, func() { b.Close() }, nil
+		}
+	}
+	b.Close()
+	return nil, nil, err
+}
+
 // tableRows reads every table of a project from a data directory's object
 // store as sorted lines of all columns but those that record when a
 // commit happened.
 func tableRows(t *testing.T, data, project string) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	rcfg := rollups.DefaultReaderConfig()
-	rcfg.Freshness = 0
-	rd, err := rollups.NewReader(b, rcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sn, err := rd.Snapshot(ctx, project)
+	sn, closeFn, err := snapshotOf(ctx, data, project, true)
 	if err != nil {
 		t.Fatalf("cannot read the tables of %s: %v", project, err)
 	}
+	defer closeFn()
 	// Segment refs are drawn at provisioning: each data directory has its
 	// own. Rows name segments by id instead.
 	skip := map[string]bool{"segments.built_at": true, "segments.segment": true}
@@ -266,21 +280,11 @@ func cell(a arrow.Array, i int) string {
 // before the first commit.
 func eventsStored(data string) int {
 	ctx := context.Background()
-	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	sn, closeFn, err := snapshotOf(ctx, data, demoProject, false)
 	if err != nil {
 		return 0
 	}
-	defer b.Close()
-	rcfg := rollups.DefaultReaderConfig()
-	rcfg.Freshness, rcfg.CacheBytes = 0, 0
-	rd, err := rollups.NewReader(b, rcfg, nil)
-	if err != nil {
-		return 0
-	}
-	sn, err := rd.Snapshot(ctx, demoProject)
-	if err != nil {
-		return 0
-	}
+	defer closeFn()
 	n := 0
 	_ = sn.Scan(ctx, processor.TableEvents, rollups.ScanOptions{Columns: []string{"id"}}, func(bt rollups.Batch) error {
 		n += int(bt.Record.NumRows())
@@ -500,21 +504,11 @@ type duckTable struct {
 func checkDuckDB(t *testing.T, data, project string) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	sn, closeFn, err := snapshotOf(ctx, data, project, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	rcfg := rollups.DefaultReaderConfig()
-	rcfg.Freshness = 0
-	rd, err := rollups.NewReader(b, rcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sn, err := rd.Snapshot(ctx, project)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer closeFn()
 	files := map[string][]string{}
 	for name, ts := range sn.Manifest().Tables {
 		for part, fs := range ts.Partitions {
