@@ -56,9 +56,7 @@ func compileFacts(v *value) (*Facts, bool) {
 // appended to strs, which fill returns. It fails when v is neither an
 // object nor null.
 func (fa *Facts) fill(v *value, strs []string) ([]string, bool) {
-	fa.id, fa.userID = "", ""
-	fa.idState, fa.userIDState = idAbsent, idAbsent
-	fa.props, fa.seg, fa.segIn, fa.segUnavail = nil, segAbsent, nil, nil
+	fa.empty()
 	if v.kind == kindNull {
 		return strs, true
 	}
@@ -90,6 +88,13 @@ func (fa *Facts) fill(v *value, strs []string) ([]string, bool) {
 		}
 	}
 	return fa.setMembers(id, userID, props, seg, strs), true
+}
+
+// empty makes fa empty facts, leaving fa.mem alone.
+func (fa *Facts) empty() {
+	fa.id, fa.userID = "", ""
+	fa.idState, fa.userIDState = idAbsent, idAbsent
+	fa.props, fa.seg, fa.segIn, fa.segUnavail = nil, segAbsent, nil, nil
 }
 
 // setMembers sets fa from the values of the members id, userId,

@@ -15,8 +15,21 @@ type factsMem struct {
 	esc   []byte // the reader's buffer for strings with escapes
 	vals  []value
 	stack []value
+	elems []value // the binary reader's list elements
 	strs  []string
+	// form is how text was read into the facts, when that succeeded: a
+	// parse of the same bytes in the same form changes nothing and is
+	// skipped (hosts evaluate several flags for one set of facts).
+	form factsForm
 }
+
+type factsForm uint8
+
+const (
+	formNone factsForm = iota
+	formJSON
+	formBinary
+)
 
 // maxKeptValues bounds the arena a Facts keeps between calls: facts with
 // more values than this are read into memory that is dropped afterwards,
@@ -26,12 +39,18 @@ const maxKeptValues = 1 << 14
 // ParseFactsInto reads facts as ParseFacts does, into dst, reusing the
 // memory dst holds from earlier calls: once that memory is as large as the
 // input needs, reading allocates nothing (strings with escapes excepted).
-// The input is copied; dst does not refer to data afterwards.
+// The input is copied; dst does not refer to data afterwards. When data
+// are the bytes dst was last read from (as JSON), dst already holds those
+// facts and is left as it is.
 //
 // dst is replaced: facts previously read into it must no longer be in use,
 // and dst must not be read concurrently with this call. On error dst is
 // empty facts.
 func ParseFactsInto(dst *Facts, data []byte) error {
+	if dst.mem.form == formJSON && len(data) == len(dst.mem.text) && string(data) == string(dst.mem.text) {
+		return nil
+	}
+	dst.mem.form = formNone
 	s := dst.mem.copyText(data)
 	n := countValues(s)
 	r := reader{s: s, errAt: -1, buf: dst.mem.esc[:0]}
@@ -56,10 +75,14 @@ func ParseFactsInto(dst *Facts, data []byte) error {
 	}
 	dst.mem.keep(r.vals)
 	if !ok {
-		dst.fill(&value{}, nil) // empty facts
+		dst.empty()
 		return &ParseError{What: "facts", Offset: r.errAt, Detail: r.errMsg, Err: ErrInvalidJSON}
 	}
-	return dst.fillKept(&v)
+	if err := dst.fillKept(&v); err != nil {
+		return err
+	}
+	dst.mem.form = formJSON
+	return nil
 }
 
 // fillKept fills dst from v with the segment lists in dst's memory.
@@ -69,7 +92,7 @@ func (fa *Facts) fillKept(v *value) error {
 		fa.mem.strs = strs[:0]
 	}
 	if !ok {
-		fa.fill(&value{}, nil) // empty facts
+		fa.empty()
 		return &ParseError{What: "facts", Offset: -1, Err: ErrNotObject}
 	}
 	return nil

@@ -32,8 +32,8 @@ const (
 	modeBinaryFacts = 2 // the facts are in binary form (evaluator.ParseFactsBinary)
 )
 
-// yieldEvery is how many fresh facts may be parsed between two yields to
-// the runtime (see parseFacts).
+// yieldEvery is how many mf_eval calls (each may read new facts) may run
+// between two yields to the runtime (see parseFacts).
 const yieldEvery = 64
 
 // Status bytes that open a binary result (mf_eval).
@@ -52,15 +52,10 @@ var (
 	docs   = map[uint32]*evaluator.Document{} // loaded documents by handle
 	handle uint32                             // last handle given out
 
-	// The facts of the last mf_eval call, as sent (and in which form) and
-	// as parsed, into memory reused from call to call; see parseFacts.
-	lastFacts    []byte
-	lastBinary   bool
-	lastFactsOK  bool
-	lastFactsSet bool
-	facts        evaluator.Facts
-	// Fresh parses since the runtime last ran (see parseFacts).
-	parsesSinceYield int
+	// The facts of mf_eval calls, read into memory reused from call to
+	// call (see parseFacts), and the calls since the runtime last ran.
+	facts           evaluator.Facts
+	callsSinceYield int
 
 	// The flag of the last mf_eval call; see lookupFlag.
 	lastFlag    *evaluator.Flag
@@ -224,31 +219,27 @@ func lookupFlag(h uint32, doc *evaluator.Document, key []byte) (*evaluator.Flag,
 	return flag, ok
 }
 
-// parseFacts parses facts, or returns the facts of the previous call when
-// the bytes (and their form) are the same: hosts evaluate several flags for
-// one set of facts in a row. Facts are read into the same evaluator.Facts
-// every time, reusing its memory, so that reading new facts allocates
-// nothing once that memory has grown to the size of the facts: allocating,
-// and the collections it causes, is most of the cost of a parse in
-// WebAssembly.
+// parseFacts reads the facts of an mf_eval call into the same
+// evaluator.Facts every time, reusing its memory, so that reading new facts
+// allocates nothing once that memory has grown to the size of the facts:
+// allocating, and the collections it causes, is most of the cost of a parse
+// in WebAssembly. When the facts are the bytes of the previous call (hosts
+// evaluate several flags for one set of facts), the evaluator keeps what it
+// read and does not read them again.
 func parseFacts(b []byte, binary bool) (*evaluator.Facts, bool) {
-	if lastFactsSet && binary == lastBinary && string(b) == string(lastFacts) {
-		return &facts, lastFactsOK
-	}
 	var err error
 	if binary {
 		err = evaluator.ParseFactsBinaryInto(&facts, b)
 	} else {
 		err = evaluator.ParseFactsInto(&facts, b)
 	}
-	lastFacts, lastBinary, lastFactsOK, lastFactsSet = append(lastFacts[:0], b...), binary, err == nil, true
-	// A parse allocates only while its memory grows, for strings with
+	// A parse allocates only while its memory grows, for JSON strings with
 	// escapes, and on errors; the runtime is let run after errors and every
-	// yieldEvery parses, which bounds the allocation between two yields
+	// yieldEvery calls, which bounds the allocation between two yields
 	// without paying for a yield on every call.
-	parsesSinceYield++
-	if err != nil || parsesSinceYield >= yieldEvery {
-		parsesSinceYield = 0
+	callsSinceYield++
+	if err != nil || callsSinceYield >= yieldEvery {
+		callsSinceYield = 0
 		letRuntimeRun()
 	}
 	return &facts, err == nil
