@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/mfhq/mf/storage/catalog"
 )
 
 // The ads summary (GET /projects/{id}/acquisition/ads): the imported
@@ -70,7 +68,7 @@ func creditPaid(paid []visitRow, purchases []adsPurchase, people int) paidCredit
 			byPerson[v.Person] = append(byPerson[v.Person], v.Start)
 		}
 	}
-	bought := newAcqSet(people)
+	bought := newBitset(people)
 	lookback := adsLookback.Milliseconds()
 	for _, pu := range purchases {
 		if pu.value > 0 {
@@ -101,65 +99,30 @@ func creditPaid(paid []visitRow, purchases []adsPurchase, people int) paidCredit
 		if pu.value > 0 {
 			out.revenue[pu.currency] += pu.value
 		}
-		if pu.person >= 0 && int(pu.person) < people && !bought.has(pu.person) {
-			bought.set(pu.person)
+		if pu.person >= 0 && int(pu.person) < people && bought.add(pu.person) {
 			out.buyers++
 		}
 	}
 	return out
 }
 
-// acqSet is a set of person indexes.
-type acqSet []uint64
-
-func newAcqSet(n int) acqSet      { return make(acqSet, (n+63)/64) }
-func (b acqSet) set(i int32)      { b[i>>6] |= 1 << (uint(i) & 63) }
-func (b acqSet) has(i int32) bool { return b[i>>6]&(1<<(uint(i)&63)) != 0 }
-
-// acqHasPurchaseGoal reports whether the project has a purchase goal.
-func acqHasPurchaseGoal(st *catalog.State, project string) bool {
-	for _, a := range st.Actions(project) {
-		if a.Role == catalog.RolePurchase {
-			return true
-		}
+// adsPurchases lists the purchases of [from, to) (every purchase, with
+// or without consent: docs/reporting-api.md, "Numbers").
+func adsPurchases(ctx context.Context, d *projectData, from, to time.Time) ([]adsPurchase, error) {
+	ps, err := d.Purchases(ctx, from, to)
+	if err != nil {
+		return nil, err
 	}
-	return false
-}
-
-// adsPurchases lists the purchases of [from, to): the conversions of the
-// purchase goal, or, in a project without one, every event with revenue
-// (the processor's orders).
-func adsPurchases(ctx context.Context, d *projectData, hasGoal bool, from, to time.Time) ([]adsPurchase, error) {
-	var out []adsPurchase
-	if hasGoal {
-		convs, err := d.Conversions(ctx, from, to)
-		if err != nil {
-			return nil, err
+	out := make([]adsPurchase, 0, len(ps))
+	for i := range ps {
+		b := &ps[i]
+		pu := adsPurchase{time: b.Time, person: b.Person, visit: b.Visit, currency: b.Currency}
+		if b.HasValue {
+			pu.value = b.Value
 		}
-		for i := range convs {
-			cv := &convs[i]
-			if cv.Role != catalog.RolePurchase {
-				continue
-			}
-			pu := adsPurchase{time: cv.Time, person: cv.Person, visit: cv.Visit, currency: cv.Currency}
-			if cv.HasValue {
-				pu.value = cv.Value
-			}
-			out = append(out, pu)
-		}
-		return out, nil
+		out = append(out, pu)
 	}
-	err := d.Events(ctx, from, to, false, func(e *eventRow) bool {
-		if e.Purchase || (e.HasValue && e.Value > 0) {
-			pu := adsPurchase{time: e.Time, person: e.Person, visit: e.Visit, currency: e.ValueCurrency}
-			if e.HasValue {
-				pu.value = e.Value
-			}
-			out = append(out, pu)
-		}
-		return true
-	})
-	return out, err
+	return out, nil
 }
 
 // roasEntry is one currency of roas.
@@ -177,7 +140,7 @@ func (r *Reporting) getAds(c *fiber.Ctx) error {
 	p := vp.p
 	loc := p.Location()
 	ctx := c.UserContext()
-	period, perr := ResolvePeriod(acqPeriodRequest(c), ListPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), nil)
+	period, perr := ResolvePeriod(periodRequest(queryOf(c)), ListPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), nil)
 	if perr != nil {
 		return perr
 	}
@@ -228,7 +191,7 @@ func (r *Reporting) getAds(c *fiber.Ctx) error {
 			paid = append(paid, visits[i])
 		}
 	}
-	purchases, err := adsPurchases(ctx, d, acqHasPurchaseGoal(st, p.ID), period.From, period.To)
+	purchases, err := adsPurchases(ctx, d, period.From, period.To)
 	if err != nil {
 		return err
 	}

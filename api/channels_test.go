@@ -186,8 +186,8 @@ func TestAcqWildcard(t *testing.T) {
 		{"/a*b*c", "/acb", false}, {"exact", "exact", true}, {"exact", "exactly", false},
 		{"a*a", "a", false}, {"a*a", "aa", true}, {"*", "", true},
 	} {
-		if got := acqWildcard(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("acqWildcard(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		if got := wildcard(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("wildcard(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -172,6 +171,10 @@ type projectData struct {
 
 	snap   *rollups.Snapshot // nil without tables
 	events []string          // day partitions of the events table
+
+	eventParts  []*partCache // decoded facts of each events partition
+	memberParts []*partCache // segment_members partitions
+	shared      *dataShared  // lazy indexes and caches of this snapshot
 }
 
 // Person returns the person index of a person ref or of a browser ref
@@ -388,7 +391,7 @@ func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int
 func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData, error) {
 	loc := p.Location()
 	if r.deps.Reader == nil {
-		return &projectData{Project: p, Loc: loc}, nil
+		return &projectData{Project: p, Loc: loc, shared: &dataShared{}}, nil
 	}
 	sn, err := r.deps.Reader.Snapshot(ctx, p.ID)
 	if err != nil {
@@ -451,6 +454,11 @@ type partCache struct {
 	convs  []conversionRow
 	buys   []purchaseRow // events: the purchases
 	first  int64         // events: earliest time
+	lastT  int64         // events: latest time
+	seen   []seenPart    // events: parts with a consented event
+	seenAt map[ref]int   // events, while decoding: index in seen
+	// segment_members rows
+	members []memberRow
 }
 
 func fileSig(files []rollups.DataFile) string {
@@ -487,11 +495,11 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		return last, nil
 	}
 	if m.Version == 0 {
-		d := &projectData{}
+		d := &projectData{shared: &dataShared{}}
 		pc.last = d
 		return d, nil
 	}
-	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn}
+	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn, shared: &dataShared{}}
 	seen := map[string]bool{}
 	part := func(table, p string, decode func(*partCache, arrow.Record) error, cols []string) (*partCache, error) {
 		key := table + "/" + p
@@ -507,6 +515,7 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		if err != nil {
 			return nil, err
 		}
+		c.seenAt = nil // only needed while decoding
 		pc.parts[key] = c
 		return c, nil
 	}
@@ -640,10 +649,11 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 	var buyParts [][]purchaseRow
 	n := 0
 	for _, p := range d.events {
-		c, err := part(tableEvents, p, decodeEventFacts, eventFactColumns)
+		c, err := part(tableEvents, p, decodeEventFacts(projectID(m)), eventFactColumns)
 		if err != nil {
 			return nil, err
 		}
+		d.eventParts = append(d.eventParts, c)
 		if c.first != 0 && (!d.hasFirst || c.first < d.first) {
 			d.first, d.hasFirst = c.first, true
 		}
@@ -673,6 +683,14 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 			continue
 		}
 		b.Person = d.personOf(b.Unit)
+	}
+	// Segment members: decoded per partition, indexed on first use.
+	for _, p := range partitions(tableMembers) {
+		c, err := part(tableMembers, p, decodeMembers, memberColumns)
+		if err != nil {
+			return nil, err
+		}
+		d.memberParts = append(d.memberParts, c)
 	}
 	for k := range pc.parts {
 		if !seen[k] {
@@ -822,36 +840,6 @@ func decodeConversions(pc *partCache, rec arrow.Record) error {
 	return nil
 }
 
-var eventFactColumns = []string{"time", "id", "unit", "user_id", "consented", "purchase", "value", "value_currency",
-	"visit", "session_id", "channel"}
-
-// decodeEventFacts keeps the earliest time and the purchases of an
-// events partition.
-func decodeEventFacts(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, eventFactColumns)
-	if err != nil {
-		return err
-	}
-	n := int(rec.NumRows())
-	for i := 0; i < n; i++ {
-		t := tsAt(c[0], i)
-		if pc.first == 0 || t < pc.first {
-			pc.first = t
-		}
-		if !boolAt(c[5], i) {
-			continue
-		}
-		b := purchaseRow{Time: t, EventID: refAt(c[1], i), Unit: refAt(c[2], i), UserID: strAt(c[3], i),
-			Consented: boolAt(c[4], i), Currency: strAt(c[7], i), Visit: refAt(c[8], i)}
-		b.Value, b.HasValue = i64At(c[6], i)
-		if b.Visit == (ref{}) && !c[10].IsNull(i) {
-			b.Visit = refAt(c[9], i)
-		}
-		pc.buys = append(pc.buys, b)
-	}
-	return nil
-}
-
 // colsOf returns the record's columns by name, in the order of names.
 func colsOf(rec arrow.Record, names []string) ([]arrow.Array, error) {
 	s := rec.Schema()
@@ -918,32 +906,91 @@ func i32At(a arrow.Array, i int) int32 {
 	return v.Value(i)
 }
 
-// eventMatcher holds event filters (all must hold) ready to test rows.
-type eventMatcher struct {
-	filters []Filter
+// The one event-filter matcher of every endpoint (overview, events,
+// channels). Filters choose people through their visits: the fields that
+// say how a visit arrived (channel, utm_*, referrer_host, click_source)
+// are read from the event's visit (its touch), empty for an event without
+// a visit; every other field is read from the event itself.
+
+// visitFilterFields are the event-filter fields read from the visit.
+var visitFilterFields = map[string]bool{
+	"channel": true, "utm_source": true, "utm_medium": true, "utm_campaign": true, "utm_term": true,
+	"utm_content": true, "referrer_host": true, "click_source": true,
 }
 
-func newEventMatcher(fs []Filter) *eventMatcher { return &eventMatcher{filters: fs} }
+// eventMatcher holds event filters (all must hold), split into those read
+// from the visit and those read from the event.
+type eventMatcher struct {
+	visit, event []Filter
+}
 
-// clickParams are the ad click ids in the order channels decide by; the
-// click_source of an event is the first one its page address carries.
-var clickParams = []string{"gclid", "gbraid", "wbraid", "msclkid", "fbclid", "ttclid", "li_fat_id"}
-
-// match reports whether e holds every filter.
-func (m *eventMatcher) match(e *eventRow) bool {
-	var q url.Values
-	query := func() url.Values {
-		if q == nil {
-			q, _ = url.ParseQuery(e.Query)
-			if q == nil {
-				q = url.Values{}
-			}
+func newEventMatcher(fs []Filter) *eventMatcher {
+	m := &eventMatcher{}
+	for _, f := range fs {
+		if visitFilterFields[f.Field] {
+			m.visit = append(m.visit, f)
+		} else {
+			m.event = append(m.event, f)
 		}
-		return q
 	}
+	return m
+}
+
+// empty reports whether there is no filter.
+func (m *eventMatcher) empty() bool { return len(m.visit)+len(m.event) == 0 }
+
+// matchVisit reports whether the visit (nil: an event without one) holds
+// the visit-level filters.
+func (m *eventMatcher) matchVisit(v *visitRow) bool {
+	for i := range m.visit {
+		f := &m.visit[i]
+		if !testOp(f, visitValue(v, f.Field), nil, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// match reports whether the event, with its visit (nil when it has none),
+// holds every filter.
+func (m *eventMatcher) match(e *eventRow, v *visitRow) bool {
+	return m.matchVisit(v) && m.matchEvent(e)
+}
+
+// visitValue is a visit-level field of v ("" for nil).
+func visitValue(v *visitRow, field string) string {
+	if v == nil {
+		return ""
+	}
+	switch field {
+	case "channel":
+		return v.Channel
+	case "utm_source":
+		if v.Medium == "" && v.Campaign == "" && v.Term == "" && v.Content == "" && v.Source == v.ReferrerHost {
+			return "" // the source is the referring host, not a tag
+		}
+		return v.Source
+	case "utm_medium":
+		return v.Medium
+	case "utm_campaign":
+		return v.Campaign
+	case "utm_term":
+		return v.Term
+	case "utm_content":
+		return v.Content
+	case "referrer_host":
+		return strings.TrimPrefix(strings.ToLower(v.ReferrerHost), "www.")
+	case "click_source":
+		return v.ClickID
+	}
+	return ""
+}
+
+// matchEvent reports whether e holds the event-level filters.
+func (m *eventMatcher) matchEvent(e *eventRow) bool {
 	var props map[string]any
-	for i := range m.filters {
-		f := &m.filters[i]
+	for i := range m.event {
+		f := &m.event[i]
 		var v string
 		var raw any
 		isProp := false
@@ -952,25 +999,12 @@ func (m *eventMatcher) match(e *eventRow) bool {
 			v = e.Name
 		case "page_path":
 			v = e.Path
-		case "region":
-			v = e.Region
-		case "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content":
-			v = query().Get(f.Field)
 		case "page_host":
 			v = hostOf(e.Origin)
-		case "referrer_host":
-			v = hostOf(e.Referrer)
-		case "channel":
-			v = e.Channel
+		case "region":
+			v = e.Region
 		case "country":
 			v = e.Country
-		case "click_source":
-			for _, c := range clickParams {
-				if query().Has(c) {
-					v = c
-					break
-				}
-			}
 		case "device_type":
 			v = e.Device
 		case "browser":
@@ -1109,16 +1143,72 @@ func hostOf(u string) string {
 	return strings.TrimPrefix(strings.ToLower(u), "www.")
 }
 
-// chosenVisits returns the visits that have an event in w matching every
-// filter (the visits through which event filters choose people), by id.
-func (d *projectData) chosenVisits(ctx context.Context, w Window, fs []Filter) (map[ref]bool, error) {
+// visitChoice is the visits of a window that event filters chose, by
+// index in the visits table; a nil choice chooses every visit.
+type visitChoice struct {
+	d    *projectData
+	base int
+	keep []bool
+}
+
+// has reports whether visit i (an index of d.visits) is chosen.
+func (c *visitChoice) has(i int) bool {
+	return c == nil || (i >= c.base && i < c.base+len(c.keep) && c.keep[i-c.base])
+}
+
+// hasID reports whether the visit with this id is chosen (false for the
+// zero id when filtering).
+func (c *visitChoice) hasID(id ref) bool {
+	if c == nil {
+		return true
+	}
+	i, ok := c.d.visitIndex(id)
+	return ok && c.has(i)
+}
+
+// chosenVisits returns the visits starting in w that the filters choose:
+// the visit holds the visit-level filters and, when there are event-level
+// ones, one of its events (whenever in the visit) holds them. nil without
+// filters.
+func (d *projectData) chosenVisits(ctx context.Context, w Window, fs []Filter) (*visitChoice, error) {
+	if len(fs) == 0 {
+		return nil, nil
+	}
 	m := newEventMatcher(fs)
-	out := map[ref]bool{}
-	err := d.Events(ctx, w.From, w.To, false, func(e *eventRow) bool {
-		if e.Visit != (ref{}) && !out[e.Visit] && m.match(e) {
-			out[e.Visit] = true
+	i, j := d.visitRange(w.From, w.To)
+	c := &visitChoice{d: d, base: i, keep: make([]bool, j-i)}
+	if len(m.event) == 0 {
+		for k := i; k < j; k++ {
+			c.keep[k-i] = m.matchVisit(&d.visits[k])
+		}
+		return c, nil
+	}
+	// Candidates hold the visit-level filters; one of their events must
+	// hold the others. Events of a visit may run past the window's end.
+	cand := make([]bool, j-i)
+	end, n := w.To.UnixMilli(), 0
+	for k := i; k < j; k++ {
+		if v := &d.visits[k]; m.matchVisit(v) {
+			cand[k-i] = true
+			end = max(end, v.End+1)
+			n++
+		}
+	}
+	if n == 0 {
+		return c, nil
+	}
+	err := d.Events(ctx, w.From, time.UnixMilli(end), false, func(e *eventRow) bool {
+		if e.Visit == (ref{}) {
+			return true
+		}
+		k, ok := d.visitIndex(e.Visit)
+		if !ok || k < i || k >= j || !cand[k-i] || c.keep[k-i] {
+			return true
+		}
+		if m.matchEvent(e) {
+			c.keep[k-i] = true
 		}
 		return true
 	})
-	return out, err
+	return c, err
 }

@@ -134,8 +134,14 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 		if after != nil && (e.Time > after.Time || (e.Time == after.Time && compareRef(e.ID, after.ID) >= 0)) {
 			return true
 		}
-		if !m.match(e) {
-			return true
+		if !m.empty() {
+			var v *visitRow
+			if k, ok := rp.d.visitIndex(e.Visit); ok && e.Visit != (ref{}) {
+				v = &rp.d.visits[k]
+			}
+			if !m.match(e, v) {
+				return true
+			}
 		}
 		if len(page) == PageSize {
 			more = true

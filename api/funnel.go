@@ -103,7 +103,7 @@ func parseFunnelQuery(q url.Values, st *catalog.State, p *catalog.Project, plan 
 			fq.basis = v[0]
 		}
 	}
-	period, aerr := ResolvePeriod(peoplePeriodRequest(q), ListPeriods, now, p.Location(), RetentionDays(plan), nil)
+	period, aerr := ResolvePeriod(periodRequest(q), ListPeriods, now, p.Location(), RetentionDays(plan), nil)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -118,7 +118,7 @@ func (r *Reporting) getFunnel(c *fiber.Ctx) error {
 		return err
 	}
 	st := r.deps.Catalog.State()
-	q := peopleQueryValues(c)
+	q := queryOf(c)
 	fq, aerr := parseFunnelQuery(q, st, vp.p, vp.org.Plan, r.deps.Clock())
 	if aerr != nil {
 		return aerr
@@ -279,7 +279,7 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 		p   int32
 		act uint8
 	}
-	started := newPersonSet(nPeople)
+	started := newBitset(nPeople)
 	kept := make([]sel, 0, len(convs))
 	for i := range convs {
 		cv := &convs[i]
@@ -291,7 +291,7 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 			continue
 		}
 		if a == s.steps[0] && cv.Time >= s.from && cv.Time < s.to {
-			started.setP(cv.Person)
+			started.add(cv.Person)
 		}
 		kept = append(kept, sel{t: cv.Time, p: cv.Person, act: a})
 	}
@@ -300,7 +300,7 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 	end := make([]int32, nPeople+1)
 	n := 0
 	for _, k := range kept {
-		if started.hasP(k.p) {
+		if started.has(k.p) {
 			end[k.p+1]++
 			n++
 		}
@@ -310,7 +310,7 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 	}
 	items := make([]funnelItem, n)
 	for _, k := range kept {
-		if started.hasP(k.p) {
+		if started.has(k.p) {
 			items[end[k.p]] = funnelItem{t: k.t, act: k.act}
 			end[k.p]++
 		}

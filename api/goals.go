@@ -58,22 +58,14 @@ func (rp *report) goalScan(ctx context.Context, goal string, w Window, bounds []
 		stamp = map[int32]int{}
 	}
 	for b := 0; b < n; b++ {
-		cs, err := d.Conversions(ctx, bounds[b], bounds[b+1])
-		if err != nil {
-			return nil, err
-		}
-		for i := range cs {
-			c := &cs[i]
-			if c.Action != goal {
-				continue
-			}
+		d.ConversionsOf(goal, bounds[b], bounds[b+1], func(c *conversionRow) {
 			g.conversions[b]++
 			g.totalConv++
 			if c.HasValue {
 				g.amounts[c.Currency] += c.Value
 			}
 			if c.Person < 0 {
-				continue
+				return
 			}
 			if total.add(c.Person) {
 				g.totalPeople++
@@ -84,9 +76,9 @@ func (rp *report) goalScan(ctx context.Context, goal string, w Window, bounds []
 				stamp[c.Person] = b + 1
 				g.people[b]++
 			}
-		}
+		})
 	}
-	return g, nil
+	return g, ctx.Err()
 }
 
 // rate is people over active people, or conversions over visits per

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,4 +250,15 @@ func sparse(c *fiber.Ctx, typ string, attrs []Attr) ([]Attr, error) {
 			"; list attribute names separated by commas")
 	}
 	return out, nil
+}
+
+// queryOf returns the request's query parameters, every value of a
+// repeated parameter kept in order (the one reading of the query string
+// for every endpoint).
+func queryOf(c *fiber.Ctx) url.Values {
+	q := url.Values{}
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		q.Add(string(k), string(v))
+	})
+	return q
 }

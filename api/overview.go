@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"math/bits"
 	"net/url"
 	"slices"
 	"strings"
@@ -28,27 +27,6 @@ type report struct {
 	consentless bool
 	// retained is the first moment of the retained history.
 	retained time.Time
-}
-
-// queryOf returns the request's query parameters.
-func queryOf(c *fiber.Ctx) url.Values {
-	q, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
-	if q == nil {
-		q = url.Values{}
-	}
-	return q
-}
-
-// reportPeriodRequest reads period, from, to and compare.
-func reportPeriodRequest(q url.Values) PeriodRequest {
-	get := func(name string) *string {
-		if v, ok := q[name]; ok {
-			s := v[0]
-			return &s
-		}
-		return nil
-	}
-	return PeriodRequest{Period: get("period"), From: get("from"), To: get("to"), Compare: get("compare")}
 }
 
 // consentlessOnly reports whether a project collects only without
@@ -79,7 +57,7 @@ func (r *Reporting) openReport(c *fiber.Ctx, opts PeriodOptions) (*report, error
 	}
 	now := r.deps.Clock()
 	ret := RetentionDays(vp.org.Plan)
-	p, perr := ResolvePeriod(reportPeriodRequest(q), opts, now, d.Loc, ret, d.firstEventPtr())
+	p, perr := ResolvePeriod(periodRequest(q), opts, now, d.Loc, ret, d.firstEventPtr())
 	if perr != nil {
 		return nil, perr
 	}
@@ -97,38 +75,6 @@ func (rp *report) before(w Window) *Window {
 	q := rp.p
 	q.Window, q.Clamped = w, false
 	return q.previous(rp.retained, rp.d.firstEventPtr())
-}
-
-// bitset is a set of person indexes.
-type bitset []uint64
-
-func newBitset(n int) bitset      { return make(bitset, (n+63)/64) }
-func (b bitset) has(i int32) bool { return b[i>>6]&(1<<(uint(i)&63)) != 0 }
-func (b bitset) add(i int32) bool {
-	w, m := i>>6, uint64(1)<<(uint(i)&63)
-	if b[w]&m != 0 {
-		return false
-	}
-	b[w] |= m
-	return true
-}
-func (b bitset) count() int {
-	n := 0
-	for _, w := range b {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
-
-// each calls fn with every member.
-func (b bitset) each(fn func(int32)) {
-	for i, w := range b {
-		for w != 0 {
-			t := bits.TrailingZeros64(w)
-			fn(int32(i*64 + t))
-			w &= w - 1
-		}
-	}
 }
 
 // activity is what one scan of a window finds, per bucket and in total.
@@ -149,80 +95,59 @@ func (rp *report) bucketBounds(w Window) []time.Time {
 }
 
 // scan counts visits, pageviews and active people of window w per bucket
-// (bounds from bucketBounds; nil: one bucket). A person is active in a
-// window when a consented visit of theirs starts in it, or they own a
-// consented conversion or purchase in it. With chosen (event filters),
-// only the chosen visits count, and only their people are active.
-func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen map[ref]bool) (*activity, error) {
+// (bounds from bucketBounds; nil: one bucket). Without filters (chosen
+// nil) the people are the active people of the data layer (an event in
+// the bucket); with filters, the people of the chosen visits starting in
+// the bucket (filters choose people through their visits).
+func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen *visitChoice) (*activity, error) {
 	if bounds == nil {
 		bounds = []time.Time{w.From, w.To}
 	}
 	n := len(bounds) - 1
 	d := rp.d
-	a := &activity{visits: make([]int, n), pageviews: make([]int64, n), people: make([]int, n), active: newBitset(len(d.People))}
-	var stamp []uint32
-	if n > 1 {
-		stamp = make([]uint32, len(d.People))
-	}
-	mark := func(b int, p int32) {
-		if p < 0 {
-			return
-		}
-		if n == 1 {
-			if a.active.add(p) {
-				a.people[0]++
-			}
-			return
-		}
-		a.active.add(p)
-		if stamp[p] != uint32(b+1) {
-			stamp[p] = uint32(b + 1)
-			a.people[b]++
-		}
-	}
-	for b := 0; b < n; b++ {
-		from, to := bounds[b], bounds[b+1]
-		vs, err := d.Visits(ctx, from, to)
+	a := &activity{visits: make([]int, n), pageviews: make([]int64, n)}
+	if chosen == nil {
+		act, err := d.Active(ctx, bounds)
 		if err != nil {
 			return nil, err
 		}
-		for i := range vs {
-			v := &vs[i]
-			if chosen != nil && !chosen[v.ID] {
+		a.people, a.active = act.counts, act.total
+	} else {
+		a.people, a.active = make([]int, n), newBitset(len(d.People))
+	}
+	var stamp []uint32
+	if chosen != nil && n > 1 {
+		stamp = make([]uint32, len(d.People))
+	}
+	for b := 0; b < n; b++ {
+		i, j := d.visitRange(bounds[b], bounds[b+1])
+		for k := i; k < j; k++ {
+			if !chosen.has(k) {
 				continue
 			}
+			v := &d.visits[k]
 			a.visits[b]++
 			a.pageviews[b] += int64(v.Pageviews)
 			a.pv += int64(v.Pageviews)
-			if v.Consented {
-				a.consPV += int64(v.Pageviews)
-				mark(b, v.Person)
+			if !v.Consented {
+				continue
+			}
+			a.consPV += int64(v.Pageviews)
+			if chosen == nil || v.Person < 0 {
+				continue
+			}
+			if n == 1 {
+				if a.active.add(v.Person) {
+					a.people[0]++
+				}
+			} else if a.active.add(v.Person); stamp[v.Person] != uint32(b+1) {
+				stamp[v.Person] = uint32(b + 1)
+				a.people[b]++
 			}
 		}
 		a.totalVisits += a.visits[b]
-		if chosen != nil {
-			continue
-		}
-		cs, err := d.Conversions(ctx, from, to)
-		if err != nil {
-			return nil, err
-		}
-		for i := range cs {
-			if cs[i].Consented {
-				mark(b, cs[i].Person)
-			}
-		}
-		ps, err := d.Purchases(ctx, from, to)
-		if err != nil {
-			return nil, err
-		}
-		for i := range ps {
-			if ps[i].Consented {
-				mark(b, ps[i].Person)
-			}
-		}
 	}
-	return a, nil
+	return a, ctx.Err()
 }
 
 // coverage is the share of pageviews collected with consent, nil without
@@ -237,7 +162,7 @@ func (a *activity) coverage() any {
 // revenue sums the purchases of w: all of them, or with chosen visits
 // those of the active people and of the chosen visits. It returns the
 // amounts and the number of purchases per currency, and the buyers.
-func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen map[ref]bool) (map[string]int64, map[string]int, int, error) {
+func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen *visitChoice) (map[string]int64, map[string]int, int, error) {
 	ps, err := rp.d.Purchases(ctx, w.From, w.To)
 	if err != nil {
 		return nil, nil, 0, err
@@ -247,7 +172,7 @@ func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen map
 	nb := 0
 	for i := range ps {
 		b := &ps[i]
-		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen[b.Visit])
+		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen.hasID(b.Visit))
 		if !in {
 			continue
 		}
@@ -347,14 +272,14 @@ func countingGoals(st *catalog.State, project string) map[string]bool {
 
 // goalConversions counts the conversions of w to the goals (by visit
 // when chosen).
-func (rp *report) goalConversions(ctx context.Context, w Window, goals map[string]bool, chosen map[ref]bool) (int, error) {
+func (rp *report) goalConversions(ctx context.Context, w Window, goals map[string]bool, chosen *visitChoice) (int, error) {
 	cs, err := rp.d.Conversions(ctx, w.From, w.To)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for i := range cs {
-		if goals[cs[i].Action] && (chosen == nil || chosen[cs[i].Visit]) {
+		if goals[cs[i].Action] && (chosen == nil || (cs[i].Visit != (ref{}) && chosen.hasID(cs[i].Visit))) {
 			n++
 		}
 	}
@@ -373,10 +298,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 		return ferr
 	}
 	p := rp.p
-	choose := func(w Window) (map[ref]bool, error) {
-		if len(filters) == 0 {
-			return nil, nil
-		}
+	choose := func(w Window) (*visitChoice, error) {
 		return rp.d.chosenVisits(ctx, w, filters)
 	}
 	chosen, err := choose(p.Window)
@@ -389,7 +311,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 		return err
 	}
 	var prev *activity
-	var prevChosen map[ref]bool
+	var prevChosen *visitChoice
 	var prevBounds []time.Time
 	if p.Previous != nil {
 		if prevChosen, err = choose(*p.Previous); err != nil {
@@ -407,7 +329,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 	var tr map[string]any
 	if rp.consentless {
 		goals := countingGoals(r.deps.Catalog.State(), rp.vp.p.ID)
-		conv := func(w Window, a *activity, ch map[ref]bool) (any, any, error) {
+		conv := func(w Window, a *activity, ch *visitChoice) (any, any, error) {
 			if len(goals) == 0 {
 				return nil, nil, nil
 			}
@@ -452,7 +374,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 			amounts               map[string]int64
 			counts                map[string]int
 		}
-		keyNumbers := func(w Window, a *activity, ch map[ref]bool) (full, error) {
+		keyNumbers := func(w Window, a *activity, ch *visitChoice) (full, error) {
 			f := full{people: a.active.count()}
 			var err error
 			if f.amounts, f.counts, f.buyers, err = rp.revenue(ctx, w, a, ch); err != nil {

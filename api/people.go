@@ -14,7 +14,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage/catalog"
 )
 
@@ -68,28 +67,6 @@ func (p peoplePos) bytes() []byte {
 	return append(b, p.ref[:]...)
 }
 
-// peopleQueryValues is the request's query string as url.Values (every value
-// of a repeated parameter kept, in order).
-func peopleQueryValues(c *fiber.Ctx) url.Values {
-	q := url.Values{}
-	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
-		q.Add(string(k), string(v))
-	})
-	return q
-}
-
-// peoplePeriodRequest reads period, from, to and compare.
-func peoplePeriodRequest(q url.Values) PeriodRequest {
-	get := func(name string) *string {
-		if v, ok := q[name]; ok {
-			s := v[0]
-			return &s
-		}
-		return nil
-	}
-	return PeriodRequest{Period: get("period"), From: get("from"), To: get("to"), Compare: get("compare")}
-}
-
 // knownInProject is the PersonFilterOptions.Known of project p: goals are
 // actions with a role, actions any action, segments its segments.
 func knownInProject(st *catalog.State, project string) func(kind, id string) bool {
@@ -131,7 +108,7 @@ func peopleAvailability(st *catalog.State, project string) string {
 func (r *Reporting) parsePeopleQuery(q url.Values, st *catalog.State, p *catalog.Project, plan string, now time.Time) (*peopleQuery, *APIError) {
 	loc := p.Location()
 	retention := RetentionDays(plan)
-	period, aerr := ResolvePeriod(peoplePeriodRequest(q), ListPeriods, now, loc, retention, nil)
+	period, aerr := ResolvePeriod(periodRequest(q), ListPeriods, now, loc, retention, nil)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -216,7 +193,7 @@ func (r *Reporting) listPeople(c *fiber.Ctx) error {
 	}
 	st := r.deps.Catalog.State()
 	now := r.deps.Clock()
-	q := peopleQueryValues(c)
+	q := queryOf(c)
 	pq, aerr := r.parsePeopleQuery(q, st, vp.p, vp.org.Plan, now)
 	if aerr != nil {
 		return aerr
@@ -289,7 +266,6 @@ type peopleSelection struct {
 // filters, sorted by the key descending and the ref ascending.
 func selectPeople(ctx context.Context, d *projectData, st *catalog.State, pq *peopleQuery, from, to time.Time) (peopleSelection, error) {
 	n := len(d.People)
-	lo, hi := from.UnixMilli(), to.UnixMilli()
 	visits, err := d.Visits(ctx, from, to)
 	if err != nil {
 		return peopleSelection{}, err
@@ -300,7 +276,7 @@ func selectPeople(ctx context.Context, d *projectData, st *catalog.State, pq *pe
 			nVisits[p]++
 		}
 	}
-	active, err := activePeople(ctx, d, nVisits, lo, hi, from, to)
+	active, err := d.ActiveIn(ctx, from, to)
 	if err != nil {
 		return peopleSelection{}, err
 	}
@@ -317,7 +293,7 @@ func selectPeople(ctx context.Context, d *projectData, st *catalog.State, pq *pe
 		return a.idx < b.idx
 	}
 	for i := range d.People {
-		if !active.has(i) {
+		if !active.has(int32(i)) {
 			continue
 		}
 		p := &d.People[i]
@@ -368,64 +344,6 @@ func selectPeople(ctx context.Context, d *projectData, st *catalog.State, pq *pe
 	return peopleSelection{page: top}, nil
 }
 
-// personSet is a set of person indexes (a bitset).
-type personSet []uint64
-
-func newPersonSet(n int) personSet    { return make(personSet, (n+63)/64) }
-func (b personSet) set(i int)         { b[i>>6] |= 1 << (i & 63) }
-func (b personSet) has(i int) bool    { return b[i>>6]&(1<<(i&63)) != 0 }
-func (b personSet) setP(p int32)      { b.set(int(p)) }
-func (b personSet) hasP(p int32) bool { return b.has(int(p)) }
-func (b personSet) unset(i int)       { b[i>>6] &^= 1 << (i & 63) }
-
-// activePeople returns the people with an event in [lo, hi). First and
-// last seen decide most people; those seen before and after the window are
-// active when they have a visit or a conversion in it, and only the rest
-// are looked up in the events of the window.
-func activePeople(ctx context.Context, d *projectData, nVisits []int32, lo, hi int64, from, to time.Time) (personSet, error) {
-	n := len(d.People)
-	active := newPersonSet(n)
-	unsure := newPersonSet(n)
-	nUnsure := 0
-	for i := range d.People {
-		p := &d.People[i]
-		switch {
-		case p.LastSeen < lo || p.FirstSeen >= hi:
-		case p.FirstSeen >= lo || p.LastSeen < hi || nVisits[i] > 0:
-			active.set(i)
-		default:
-			unsure.set(i)
-			nUnsure++
-		}
-	}
-	if nUnsure == 0 {
-		return active, nil
-	}
-	convs, err := d.Conversions(ctx, from, to)
-	if err != nil {
-		return nil, err
-	}
-	for i := range convs {
-		if p := convs[i].Person; p >= 0 && unsure.hasP(p) {
-			active.setP(p)
-			unsure.unset(int(p))
-			nUnsure--
-		}
-	}
-	if nUnsure == 0 {
-		return active, nil
-	}
-	err = d.Events(ctx, from, to, false, func(e *eventRow) bool {
-		if p := e.Person; p >= 0 && unsure.hasP(p) {
-			active.setP(p)
-			unsure.unset(int(p))
-			nUnsure--
-		}
-		return nUnsure > 0
-	})
-	return active, err
-}
-
 // personPred is one condition a listed person must meet.
 type personPred func(i int32, p *personRow) bool
 
@@ -438,21 +356,7 @@ type personEval struct {
 	from, to time.Time
 	retStart time.Time
 
-	convs     []conversionRow
-	convsRead bool
-	purchased personSet
-	members   map[string]personSet // segment id -> members
-}
-
-func (ev *personEval) conversions() ([]conversionRow, error) {
-	if !ev.convsRead {
-		c, err := ev.d.Conversions(ev.ctx, ev.from, ev.to)
-		if err != nil {
-			return nil, err
-		}
-		ev.convs, ev.convsRead = c, true
-	}
-	return ev.convs, nil
+	purchased bitset
 }
 
 func (ev *personEval) predicates(pq *peopleQuery) ([]personPred, error) {
@@ -470,11 +374,8 @@ func (ev *personEval) predicates(pq *peopleQuery) ([]personPred, error) {
 		out = append(out, func(_ int32, p *personRow) bool { return p.FirstSeen >= lo && p.FirstSeen < hi })
 	}
 	if pq.segment != nil {
-		m, err := ev.segmentMembers(pq.segment)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, func(i int32, _ *personRow) bool { return m.hasP(i) })
+		m := ev.d.Segment(pq.segment.Ref)
+		out = append(out, func(i int32, _ *personRow) bool { return m.has(i) })
 	}
 	for _, f := range pq.filters {
 		pr, err := ev.filter(f)
@@ -540,33 +441,26 @@ func (ev *personEval) filter(f Filter) (personPred, error) {
 	case "device":
 		return func(_ int32, p *personRow) bool { return personIsOp(op, p.Device == v) }, nil
 	case "goal", "action":
-		convs, err := ev.conversions()
-		if err != nil {
-			return nil, err
-		}
-		did := newPersonSet(len(ev.d.People))
-		for i := range convs {
-			if cv := &convs[i]; cv.Person >= 0 && cv.Action == v {
-				did.setP(cv.Person)
+		did := newBitset(len(ev.d.People))
+		ev.d.ConversionsOf(v, ev.from, ev.to, func(cv *conversionRow) {
+			if cv.Person >= 0 {
+				did.add(cv.Person)
 			}
-		}
-		return func(i int32, _ *personRow) bool { return personIsOp(op, did.hasP(i)) }, nil
+		})
+		return func(i int32, _ *personRow) bool { return personIsOp(op, did.has(i)) }, nil
 	case "purchase":
 		bought, err := ev.purchases()
 		if err != nil {
 			return nil, err
 		}
-		return func(i int32, _ *personRow) bool { return (op == "set") == bought.hasP(i) }, nil
+		return func(i int32, _ *personRow) bool { return (op == "set") == bought.has(i) }, nil
 	case "segment":
 		s, ok := ev.st.Segment(v)
 		if !ok {
 			return func(int32, *personRow) bool { return op == "is_not" }, nil
 		}
-		m, err := ev.segmentMembers(s)
-		if err != nil {
-			return nil, err
-		}
-		return func(i int32, _ *personRow) bool { return personIsOp(op, m.hasP(i)) }, nil
+		m := ev.d.Segment(s.Ref)
+		return func(i int32, _ *personRow) bool { return personIsOp(op, m.has(i)) }, nil
 	case "funnel":
 		fv := f.Funnel
 		window := int64(fv.Window) * funnelDayMs
@@ -588,104 +482,28 @@ func (ev *personEval) filter(f Filter) (personPred, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(i int32, _ *personRow) bool { return in.hasP(i) }, nil
+		return func(i int32, _ *personRow) bool { return in.has(i) }, nil
 	}
 	return nil, fmt.Errorf("cannot filter people by %q: not a person filter", f.Field)
 }
 
-// purchases returns the people who bought in the window. The first
-// purchase and the order count decide most people; the others are found
-// in the purchase conversions and, when the project counts orders without
-// a purchase goal, in the events of the window.
-func (ev *personEval) purchases() (personSet, error) {
-	if ev.purchased != nil {
-		return ev.purchased, nil
-	}
-	lo, hi := ev.from.UnixMilli(), ev.to.UnixMilli()
-	n := len(ev.d.People)
-	bought, unsure := newPersonSet(n), newPersonSet(n)
-	nUnsure := 0
-	for i := range ev.d.People {
-		p := &ev.d.People[i]
-		switch {
-		case p.Orders == 0 || p.FirstPurchase >= hi || p.LastSeen < lo:
-		case p.FirstPurchase >= lo:
-			bought.set(i)
-		case p.Orders > 1:
-			unsure.set(i)
-			nUnsure++
-		}
-	}
-	if nUnsure > 0 {
-		convs, err := ev.conversions()
+// purchases returns the people who bought in the window (a consented
+// purchase in it).
+func (ev *personEval) purchases() (bitset, error) {
+	if ev.purchased == nil {
+		b, err := ev.d.Buyers(ev.ctx, ev.from, ev.to)
 		if err != nil {
 			return nil, err
 		}
-		for i := range convs {
-			if cv := &convs[i]; cv.Person >= 0 && cv.Role == catalog.RolePurchase && unsure.hasP(cv.Person) {
-				bought.setP(cv.Person)
-				unsure.unset(int(cv.Person))
-				nUnsure--
-			}
-		}
+		ev.purchased = b
 	}
-	if nUnsure > 0 {
-		err := ev.d.Events(ev.ctx, ev.from, ev.to, false, func(e *eventRow) bool {
-			if e.Purchase && e.Person >= 0 && unsure.hasP(e.Person) {
-				bought.setP(e.Person)
-				unsure.unset(int(e.Person))
-				nUnsure--
-			}
-			return nUnsure > 0
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	ev.purchased = bought
-	return bought, nil
-}
-
-// segmentMembers reads a saved segment's members from the segment_members
-// table of the snapshot (rows keyed by the segment's ref).
-func (ev *personEval) segmentMembers(s *catalog.Segment) (personSet, error) {
-	if m, ok := ev.members[s.ID]; ok {
-		return m, nil
-	}
-	m := newPersonSet(len(ev.d.People))
-	if ev.d.snap != nil {
-		err := ev.d.snap.Scan(ev.ctx, tableMembers, rollups.ScanOptions{
-			Columns: []string{"segment", "person"}, KeyMin: s.Ref, KeyMax: s.Ref,
-		}, func(b rollups.Batch) error {
-			c, err := colsOf(b.Record, []string{"segment", "person"})
-			if err != nil {
-				return err
-			}
-			for i := 0; i < int(b.Record.NumRows()); i++ {
-				if strAt(c[0], i) != s.Ref {
-					continue
-				}
-				if j, ok := slices.BinarySearchFunc(ev.d.peopleRefs, refAt(c[1], i), compareRef); ok {
-					m.set(j)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the members of segment %s: %w", s.ID, err)
-		}
-	}
-	if ev.members == nil {
-		ev.members = map[string]personSet{}
-	}
-	ev.members[s.ID] = m
-	return m, nil
+	return ev.purchased, nil
 }
 
 // experiment returns the people whose first exposure to the experiment
 // (over the retained history) showed the variant, and with :goal or
 // :purchase who reached a goal or bought at or after that exposure.
-func (ev *personEval) experiment(x *ExperimentValue) (personSet, error) {
+func (ev *personEval) experiment(x *ExperimentValue) (bitset, error) {
 	n := len(ev.d.People)
 	type first struct {
 		t       int64
@@ -718,11 +536,11 @@ func (ev *personEval) experiment(x *ExperimentValue) (personSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := newPersonSet(n)
+	in := newBitset(n)
 	if x.Outcome == "" {
 		for p, f := range firsts {
 			if f.variant == x.Variant {
-				in.setP(p)
+				in.add(p)
 			}
 		}
 		return in, nil
@@ -738,7 +556,7 @@ func (ev *personEval) experiment(x *ExperimentValue) (personSet, error) {
 			return true
 		}
 		f, ok := firsts[e.Person]
-		if !ok || f.variant != x.Variant || e.Time < f.t || in.hasP(e.Person) {
+		if !ok || f.variant != x.Variant || e.Time < f.t || in.has(e.Person) {
 			return true
 		}
 		hit := false
@@ -753,7 +571,7 @@ func (ev *personEval) experiment(x *ExperimentValue) (personSet, error) {
 			}
 		}
 		if hit {
-			in.setP(e.Person)
+			in.add(e.Person)
 		}
 		return true
 	})

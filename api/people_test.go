@@ -382,10 +382,11 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 	to := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
 	start := from.AddDate(0, 0, -60).UnixMilli()
 	span := to.UnixMilli() - start
-	d := &projectData{Loc: loc, People: make([]personRow, people)}
+	d := &projectData{Loc: loc, People: make([]personRow, people), peopleRefs: make([]ref, people), shared: &dataShared{}}
 	for i := range d.People {
 		p := &d.People[i]
 		binary.BigEndian.PutUint32(p.Ref[:], uint32(i))
+		d.peopleRefs[i] = p.Ref
 		p.FirstSeen = start + int64(i)*span/people/2
 		p.LastSeen = p.FirstSeen + int64(i%90)*dayMs/3
 		p.Stage, p.Revenue = "visitor", []Money{}
@@ -395,12 +396,37 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 		d.visits[i] = visitRow{Start: from.UnixMilli() + int64(i)*(to.UnixMilli()-from.UnixMilli())/visits,
 			Person: int32(i * 7919 % people), Consented: true}
 	}
+	// The day index of active people: everyone on the days of their first
+	// and last seen and of their visits.
+	days := map[int64]*partCache{}
+	see := func(p int32, t int64) {
+		day := t / dayMs
+		pc := days[day]
+		if pc == nil {
+			pc = &partCache{first: day * dayMs, lastT: day*dayMs + dayMs - 1}
+			days[day] = pc
+		}
+		pc.seen = append(pc.seen, seenPart{d.People[p].Ref, t, t})
+	}
+	for i := range d.People {
+		see(int32(i), d.People[i].FirstSeen)
+		see(int32(i), d.People[i].LastSeen)
+	}
+	for i := range d.visits {
+		see(d.visits[i].Person, d.visits[i].Start)
+	}
+	for day := start / dayMs; day <= to.UnixMilli()/dayMs; day++ {
+		if pc := days[day]; pc != nil {
+			d.eventParts = append(d.eventParts, pc)
+		}
+	}
 	st := &peopleQuery{period: Period{Window: Window{From: from, To: to}, Location: loc}, view: "everyone", sort: "last_seen"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetBytes(people)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		d.shared.active = nil // measure the active set, not the cache
 		sel, err := selectPeople(ctx, d, nil, st, from, to)
 		if err != nil || len(sel.page) != PageSize {
 			b.Fatalf("page of %d, %v", len(sel.page), err)

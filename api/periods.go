@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -323,4 +324,17 @@ func clipValue(s string) string {
 		return s[:60] + "…"
 	}
 	return s
+}
+
+// periodRequest reads period, from, to and compare from a query (the
+// first value of each; absent parameters stay nil).
+func periodRequest(q url.Values) PeriodRequest {
+	get := func(name string) *string {
+		if v, ok := q[name]; ok {
+			s := v[0]
+			return &s
+		}
+		return nil
+	}
+	return PeriodRequest{Period: get("period"), From: get("from"), To: get("to"), Compare: get("compare")}
 }

@@ -11,20 +11,6 @@ import (
 // search-console numbers of one engine over the period, with the previous
 // window's (docs/reporting-api.md, "Acquisition").
 
-// acqPeriodRequest reads the period parameters of an acquisition endpoint.
-func acqPeriodRequest(c *fiber.Ctx) PeriodRequest {
-	args := c.Context().QueryArgs()
-	get := func(name string) *string {
-		v := args.Peek(name)
-		if v == nil {
-			return nil
-		}
-		s := string(v)
-		return &s
-	}
-	return PeriodRequest{Period: get("period"), From: get("from"), To: get("to"), Compare: get("compare")}
-}
-
 // metricPair is a search metric: the period's value and the previous
 // window's (null when outside history).
 type metricPair struct {
@@ -116,9 +102,10 @@ func (r *Reporting) getSearch(c *fiber.Ctx) error {
 	}
 	p := vp.p
 	loc := p.Location()
+	q := queryOf(c)
 	engine := EngineA
-	if v := c.Context().QueryArgs().Peek("engine"); len(v) > 0 {
-		engine = string(v)
+	if v := q.Get("engine"); v != "" {
+		engine = v
 	}
 	source, ok := searchSourceOf[engine]
 	if !ok {
@@ -143,7 +130,7 @@ func (r *Reporting) getSearch(c *fiber.Ctx) error {
 			through = l
 		}
 	}
-	period, perr := ResolvePeriod(acqPeriodRequest(c), ReportPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), first)
+	period, perr := ResolvePeriod(periodRequest(q), ReportPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), first)
 	if perr != nil {
 		return perr
 	}
