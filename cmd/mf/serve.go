@@ -430,9 +430,39 @@ func (s *service) printBanner() {
 			}
 		}
 	}
+	var pat string
 	for _, u := range f.Users {
 		for _, k := range u.APIKeys {
 			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, k.Token)
+			if pat == "" {
+				pat = k.Token
+			}
 		}
+	}
+	// A first try of each side, when this process serves both.
+	var ingestAddr, apiAddr, webKey, project string
+	for _, hs := range s.servers {
+		switch hs.name {
+		case "ingest":
+			ingestAddr = hs.addr
+		case "api":
+			apiAddr = hs.addr
+		}
+	}
+	for _, o := range f.Organizations {
+		for _, p := range o.Projects {
+			for _, src := range p.Sources {
+				if webKey == "" && src.Kind == catalog.KindWebsite {
+					webKey, project = src.Key, p.ID
+				}
+			}
+		}
+	}
+	if ingestAddr != "" && apiAddr != "" && webKey != "" && pat != "" {
+		fmt.Fprintln(w, "try:")
+		// A browser's User-Agent: curl's own is a bot's, whose events
+		// are not kept.
+		fmt.Fprintf(w, "  curl -A 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0' http://%s/v1/batch/%s -d '{\"v\":1,\"batch\":\"00000000-0000-4000-8000-000000000001\",\"mode\":\"full\",\"events\":[{\"name\":\"$pageview\",\"anonymousId\":\"me\",\"page\":{\"url\":\"https://shop.example/\"}}]}'\n", ingestAddr, webKey)
+		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/projects/%s/overview?period=7d\n", pat, apiAddr, project)
 	}
 }
