@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -53,6 +54,9 @@ func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log,
 func (rp *runningProcessor) stop() error {
 	rp.cancel()
 	err := <-rp.done
+	if errors.Is(err, context.Canceled) {
+		err = nil // stopped while it was still starting
+	}
 	if cerr := rp.closer(); err == nil && cerr != nil {
 		err = fmt.Errorf("cannot close the processor's subscription: %w", cerr)
 	}
