@@ -127,19 +127,28 @@ func changedFlags(t *testing.T) []byte {
 type snapshot struct {
 	browser, values, server, post, segments []byte
 	etag                                    string
+	// ok: every answer was 200 (polling fast can spend a rate budget;
+	// a 429 body is no document).
+	ok bool
 }
 
 func takeSnapshot(t *testing.T, s *flagstack.Stack) snapshot {
 	t.Helper()
 	auth := map[string]string{"Authorization": "Bearer " + keyShopServer}
 	srv := do(t, s, "GET", "/v1/flags", auth, nil)
+	browser := do(t, s, "GET", "/v1/flags/"+keyShopWeb, nil, nil)
+	values := do(t, s, "GET", "/v1/flags/"+keyShopWeb+"?view=values", nil, nil)
+	post := do(t, s, "POST", "/v1/flags/"+keyShopWeb, nil, []byte(`{"anonymousId":"visitor-1"}`))
+	segments := do(t, s, "POST", "/v1/flags/segments", auth, []byte(`{"units":[{"userId":"u-1"}]}`))
 	return snapshot{
-		browser:  do(t, s, "GET", "/v1/flags/"+keyShopWeb, nil, nil).body,
-		values:   do(t, s, "GET", "/v1/flags/"+keyShopWeb+"?view=values", nil, nil).body,
+		browser:  browser.body,
+		values:   values.body,
 		server:   srv.body,
 		etag:     srv.header.Get("ETag"),
-		post:     do(t, s, "POST", "/v1/flags/"+keyShopWeb, nil, []byte(`{"anonymousId":"visitor-1"}`)).body,
-		segments: do(t, s, "POST", "/v1/flags/segments", auth, []byte(`{"units":[{"userId":"u-1"}]}`)).body,
+		post:     post.body,
+		segments: segments.body,
+		ok: srv.status == 200 && browser.status == 200 && values.status == 200 && post.status == 200 &&
+			segments.status == 200,
 	}
 }
 
@@ -171,7 +180,7 @@ func TestFlagChangeReachesEveryProcess(t *testing.T) {
 		var now snapshot
 		took := waitUntil(t, s.name+" serves the change on every endpoint", func() bool {
 			now = takeSnapshot(t, s.stack)
-			return !bytes.Equal(now.browser, before.browser) && !bytes.Equal(now.values, before.values) &&
+			return now.ok && !bytes.Equal(now.browser, before.browser) && !bytes.Equal(now.values, before.values) &&
 				!bytes.Equal(now.server, before.server) && !bytes.Equal(now.post, before.post)
 		})
 		t.Logf("%s: change served on every endpoint %s after the apply returned (%s after the apply started)",
