@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfhq/mf/ingest"
@@ -22,8 +23,12 @@ import (
 type runningProcessor struct {
 	p      *processor.Processor
 	cancel context.CancelFunc
-	done   chan error
+	done   chan error // Run's result, once
+	failed chan error // Run's error when it ended before stop was asked
 	closer func() error
+
+	stopping atomic.Bool
+	result   error
 }
 
 // startProcessor starts the processor on the log's batches topic, writing
@@ -45,17 +50,35 @@ func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log,
 		return nil, fmt.Errorf("cannot start the processor: %w", err)
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rp := &runningProcessor{p: p, cancel: cancel, done: make(chan error, 1), closer: sub.Close}
-	go func() { rp.done <- p.Run(pctx) }()
+	rp := &runningProcessor{p: p, cancel: cancel, done: make(chan error, 1), failed: make(chan error, 1), closer: sub.Close}
+	go func() {
+		err := p.Run(pctx)
+		if !rp.stopping.Load() {
+			if err == nil {
+				err = errors.New("the processor stopped by itself")
+			}
+			rp.failed <- fmt.Errorf("processor: %w", err)
+		}
+		rp.done <- err
+	}()
 	return rp, nil
 }
 
 // stop ends the processor the orderly way: it commits what it applied.
+// An error it already reported through failed is not reported again.
 func (rp *runningProcessor) stop() error {
-	rp.cancel()
-	err := <-rp.done
+	if !rp.stopping.Swap(true) {
+		rp.cancel()
+		rp.result = <-rp.done
+	}
+	err := rp.result
 	if errors.Is(err, context.Canceled) {
 		err = nil // stopped while it was still starting
+	}
+	select {
+	case <-rp.failed:
+		err = nil // the run loop already returned this error
+	default:
 	}
 	if cerr := rp.closer(); err == nil && cerr != nil {
 		err = fmt.Errorf("cannot close the processor's subscription: %w", cerr)

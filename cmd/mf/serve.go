@@ -322,6 +322,17 @@ func (s *service) isReady() bool {
 
 func (s *service) firstServeError() <-chan error {
 	out := make(chan error, 1)
+	if s.proc != nil {
+		go func() {
+			if err, ok := <-s.proc.failed; ok {
+				s.proc.failed <- err // for stop to see it was reported
+				select {
+				case out <- err:
+				default:
+				}
+			}
+		}()
+	}
 	for _, hs := range s.servers {
 		go func(hs *httpServer) {
 			if hs.served == nil {
