@@ -41,10 +41,12 @@ type Config struct {
 	// backlog; BacklogLag how old a delivered message must be.
 	BacklogMessages uint64
 	BacklogLag      time.Duration
-	// CommitPace spaces a project's commits by this many times the
-	// duration of its last commit (at least FlushInterval): commits rewrite
-	// whole partitions, and under load this bounds the share of time they
-	// take.
+	// CommitPace spaces a project's commits in a backlog by this many
+	// times the duration of its last commit (at least the interval):
+	// commits rewrite whole partitions, and under load this bounds the
+	// share of time they take. At the head of the log the wait is at most
+	// the last commit's duration, so that the end of a backlog is
+	// committed without waiting for a multiple of a slow commit.
 	CommitPace float64
 	// MaxPendingEvents commits a project as soon as this many events wait,
 	// whatever the interval.

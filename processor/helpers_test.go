@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,8 +165,6 @@ func stripProject(acts []byte) string {
 func (e *env) publish(bs ...*records.Batch) []uint64 {
 	e.t.Helper()
 	pub := e.log.Publisher()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	seqs := make([]uint64, len(bs))
 	for i, b := range bs {
 		data, err := records.Encode(b)
@@ -174,7 +173,11 @@ func (e *env) publish(bs ...*records.Batch) []uint64 {
 		}
 		msg := message.NewMessage(b.ID.String(), data)
 		msg.Metadata.Set("project", b.Project)
+		// A minute per message, not for all: a benchmark publishes half a
+		// million batches on a loaded machine.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, err := pub.PublishOnce(ctx, eventlog.TopicBatches, b.Project+":"+b.ID.String(), msg)
+		cancel()
 		if err != nil {
 			e.t.Fatalf("cannot publish: %v", err)
 		}
@@ -243,11 +246,25 @@ func (r *running) crash(t testing.TB) {
 // seq, polling the store.
 func (e *env) waitCheckpoint(project string, seq uint64) *rollups.Manifest {
 	e.t.Helper()
+	return e.waitCheckpointWhile(project, seq, nil)
+}
+
+// waitCheckpointWhile is waitCheckpoint where progress, when not nil,
+// also counts as progress when the number it returns grows (the
+// processor's handled position: on a loaded machine one commit of a large
+// backlog can take longer than 90s).
+func (e *env) waitCheckpointWhile(project string, seq uint64, progress func() uint64) *rollups.Manifest {
+	e.t.Helper()
 	// Fails only when the checkpoint stops moving for 90s: a large
 	// backlog may take longer than that on a loaded machine.
 	deadline := time.Now().Add(90 * time.Second)
-	var last uint64
+	var last, lastProgress uint64
 	for {
+		if progress != nil {
+			if n := progress(); n > lastProgress {
+				lastProgress, deadline = n, time.Now().Add(90*time.Second)
+			}
+		}
 		m, err := e.store.Load(context.Background(), rollups.Live(project))
 		if err != nil {
 			e.t.Fatal(err)
@@ -260,6 +277,10 @@ func (e *env) waitCheckpoint(project string, seq uint64) *rollups.Manifest {
 			last, deadline = cp.Seq, time.Now().Add(90*time.Second)
 		}
 		if time.Now().After(deadline) {
+			// Say where everything stands, to tell a stall from slowness.
+			buf := make([]byte, 1<<22)
+			buf = buf[:runtime.Stack(buf, true)]
+			e.t.Logf("goroutines:\n%s", buf)
 			e.t.Fatalf("project %s: checkpoint %d, still not %d after 90s without progress", project, cp.Seq, seq)
 		}
 		time.Sleep(20 * time.Millisecond)

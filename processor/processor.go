@@ -130,8 +130,13 @@ type project struct {
 	pendingEvts int
 	since       time.Time
 	flushing    bool
-	retryAt     time.Time // no commit before (a failure's backoff, or the last commit's cost)
-	failures    int
+	retryAt     time.Time // no commit before (a failure's backoff)
+	// lastDone and lastTook are when the last successful commit finished
+	// and how long it took: the next one waits for a multiple of it
+	// (Config.CommitPace).
+	lastDone time.Time
+	lastTook time.Duration
+	failures int
 
 	compactedAt, collectedAt time.Time
 	maintaining              atomic.Bool // a compaction runs
@@ -578,7 +583,7 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		if ps.flushing || !ps.pending && !ps.engine.Dirty() {
 			continue
 		}
-		if !all && now.Before(ps.retryAt) {
+		if !all && (now.Before(ps.retryAt) || now.Before(ps.lastDone.Add(p.pace(ps.lastTook)))) {
 			continue
 		}
 		due := all || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
@@ -587,6 +592,20 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		}
 		p.startCommit(ctx, ps)
 	}
+}
+
+// pace returns how long after a commit that took took the next one of
+// the project may start: CommitPace times as long in a backlog, so that
+// commits (which rewrite the partitions they touch) take a bounded share
+// of the time; at most as long at the head of the log, where freshness
+// matters and a backlog that just ended must not wait for a multiple of
+// a slow commit.
+func (p *Processor) pace(took time.Duration) time.Duration {
+	d := time.Duration(p.cfg.CommitPace * float64(took))
+	if !p.backlog {
+		d = min(d, took)
+	}
+	return d
 }
 
 // commitResult is the outcome of a commit in flight.
@@ -682,14 +701,16 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 	case r.err == nil:
 		p.stats.commits.Add(1)
 		p.stats.bytes.Add(r.bytes)
+		p.logger.Debug("committed", "project", ps.id, "seq", r.cp.Seq, "bytes", r.bytes, "took", r.took.Round(time.Millisecond))
 		ps.committed = r.cp
 		ps.committedRaw = r.cp.String()
 		ps.generation = r.manifest.Generation
 		ps.uncommitted = ps.nextFirst
 		ps.failures = 0
 		// Commits rewrite whole partitions: under load, let a commit's cost
-		// set the pace so that commits take a bounded share of the time.
-		ps.retryAt = time.Now().Add(time.Duration(p.cfg.CommitPace * float64(r.took)))
+		// set the pace so that commits take a bounded share of the time
+		// (flushDue, pace).
+		ps.lastDone, ps.lastTook = time.Now(), r.took
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
 		}

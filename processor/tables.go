@@ -212,16 +212,40 @@ func Tables() map[string]*rollups.Table {
 }
 
 // builder wraps a RecordBuilder with appenders that turn the engine's
-// zero values into nulls.
+// zero values into nulls. A record is built in two passes over the rows
+// (buildRecord): the first only measures the bytes of every string
+// column, so that the second appends into buffers of the right size
+// instead of growing (copying and zeroing) them again and again.
 type builder struct {
-	rb  *array.RecordBuilder
-	col int
+	rb      *array.RecordBuilder
+	col     int
+	measure bool
+	sizes   []int // string bytes per column, measured
 }
 
-func newBuilder(s *arrow.Schema, n int) *builder {
+// buildRecord builds a record of schema s from n rows that fill appends,
+// row by row.
+func buildRecord(s *arrow.Schema, n int, fill func(b *builder)) arrow.Record {
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, s)
 	rb.Reserve(n)
-	return &builder{rb: rb}
+	b := &builder{rb: rb, measure: true, sizes: make([]int, s.NumFields())}
+	fill(b)
+	for i, size := range b.sizes {
+		if sb, ok := rb.Field(i).(*array.StringBuilder); ok && size > 0 {
+			sb.ReserveData(size)
+		}
+	}
+	b.measure = false
+	fill(b)
+	return b.record()
+}
+
+// skip passes a column in the measuring pass; it reports whether it did.
+func (b *builder) skip() bool {
+	if b.measure {
+		b.col++
+	}
+	return b.measure
 }
 
 func (b *builder) next() array.Builder {
@@ -233,6 +257,11 @@ func (b *builder) next() array.Builder {
 func (b *builder) row() { b.col = 0 }
 
 func (b *builder) str(s string) {
+	if b.measure {
+		b.sizes[b.col] += len(s)
+		b.col++
+		return
+	}
 	f := b.next().(*array.StringBuilder)
 	if s == "" {
 		f.AppendNull()
@@ -241,9 +270,19 @@ func (b *builder) str(s string) {
 	f.Append(s)
 }
 
-func (b *builder) strReq(s string) { b.next().(*array.StringBuilder).Append(s) }
+func (b *builder) strReq(s string) {
+	if b.measure {
+		b.sizes[b.col] += len(s)
+		b.col++
+		return
+	}
+	b.next().(*array.StringBuilder).Append(s)
+}
 
 func (b *builder) uuid(r facts.Ref) {
+	if b.skip() {
+		return
+	}
 	f := b.next().(*array.FixedSizeBinaryBuilder)
 	if r.IsZero() {
 		f.AppendNull()
@@ -252,11 +291,24 @@ func (b *builder) uuid(r facts.Ref) {
 	f.Append(r[:])
 }
 
-func (b *builder) uuidReq(r facts.Ref) { b.next().(*array.FixedSizeBinaryBuilder).Append(r[:]) }
+func (b *builder) uuidReq(r facts.Ref) {
+	if b.skip() {
+		return
+	}
+	b.next().(*array.FixedSizeBinaryBuilder).Append(r[:])
+}
 
-func (b *builder) ts(ms int64) { b.next().(*array.TimestampBuilder).Append(arrow.Timestamp(ms)) }
+func (b *builder) ts(ms int64) {
+	if b.skip() {
+		return
+	}
+	b.next().(*array.TimestampBuilder).Append(arrow.Timestamp(ms))
+}
 
 func (b *builder) tsOpt(ms int64) {
+	if b.skip() {
+		return
+	}
 	f := b.next().(*array.TimestampBuilder)
 	if ms == 0 {
 		f.AppendNull()
@@ -265,9 +317,17 @@ func (b *builder) tsOpt(ms int64) {
 	f.Append(arrow.Timestamp(ms))
 }
 
-func (b *builder) i64(v int64) { b.next().(*array.Int64Builder).Append(v) }
+func (b *builder) i64(v int64) {
+	if b.skip() {
+		return
+	}
+	b.next().(*array.Int64Builder).Append(v)
+}
 
 func (b *builder) i64Opt(v int64, ok bool) {
+	if b.skip() {
+		return
+	}
 	f := b.next().(*array.Int64Builder)
 	if !ok {
 		f.AppendNull()
@@ -276,9 +336,19 @@ func (b *builder) i64Opt(v int64, ok bool) {
 	f.Append(v)
 }
 
-func (b *builder) i32(v int32) { b.next().(*array.Int32Builder).Append(v) }
+func (b *builder) i32(v int32) {
+	if b.skip() {
+		return
+	}
+	b.next().(*array.Int32Builder).Append(v)
+}
 
-func (b *builder) bool(v bool) { b.next().(*array.BooleanBuilder).Append(v) }
+func (b *builder) bool(v bool) {
+	if b.skip() {
+		return
+	}
+	b.next().(*array.BooleanBuilder).Append(v)
+}
 
 func (b *builder) record() arrow.Record {
 	r := b.rb.NewRecord()
@@ -287,118 +357,118 @@ func (b *builder) record() arrow.Record {
 }
 
 func eventsRecord(rows []facts.EventRow) arrow.Record {
-	b := newBuilder(eventsSchema, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		c := r.Client
-		b.row()
-		b.uuid(r.Unit)
-		b.ts(r.Time)
-		b.uuidReq(r.ID)
-		b.strReq(r.Name)
-		b.str(c.Source)
-		b.bool(c.Consented)
-		b.bool(c.Server)
-		b.str(r.Origin)
-		b.str(r.Path)
-		b.str(r.Query)
-		b.str(r.Title)
-		b.str(r.Referrer)
-		b.str(r.UserID)
-		b.uuid(r.SessionID)
-		b.str(r.Properties)
-		b.str(r.Revenue)
-		b.str(r.Currency)
-		b.str(c.Country)
-		b.str(c.Region)
-		b.str(c.Device)
-		b.str(c.Browser)
-		b.str(c.OS)
-		b.str(c.Locale)
-		b.str(r.Actions)
-		b.i64Opt(r.Value, r.HasValue)
-		b.str(r.ValueCurrency)
-		b.bool(r.Purchase)
-		// A visit from a sessionId is that sessionId: not repeated.
-		if r.Visit == r.SessionID {
-			b.uuid(facts.Ref{})
-		} else {
-			b.uuid(r.Visit)
+	return buildRecord(eventsSchema, len(rows), func(b *builder) {
+		for i := range rows {
+			r := &rows[i]
+			c := r.Client
+			b.row()
+			b.uuid(r.Unit)
+			b.ts(r.Time)
+			b.uuidReq(r.ID)
+			b.strReq(r.Name)
+			b.str(c.Source)
+			b.bool(c.Consented)
+			b.bool(c.Server)
+			b.str(r.Origin)
+			b.str(r.Path)
+			b.str(r.Query)
+			b.str(r.Title)
+			b.str(r.Referrer)
+			b.str(r.UserID)
+			b.uuid(r.SessionID)
+			b.str(r.Properties)
+			b.str(r.Revenue)
+			b.str(r.Currency)
+			b.str(c.Country)
+			b.str(c.Region)
+			b.str(c.Device)
+			b.str(c.Browser)
+			b.str(c.OS)
+			b.str(c.Locale)
+			b.str(r.Actions)
+			b.i64Opt(r.Value, r.HasValue)
+			b.str(r.ValueCurrency)
+			b.bool(r.Purchase)
+			// A visit from a sessionId is that sessionId: not repeated.
+			if r.Visit == r.SessionID {
+				b.uuid(facts.Ref{})
+			} else {
+				b.uuid(r.Visit)
+			}
+			b.str(r.Channel)
 		}
-		b.str(r.Channel)
-	}
-	return b.record()
+	})
 }
 
 func visitsRecord(rows []facts.VisitRow) arrow.Record {
-	b := newBuilder(visitsSchema, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		c := r.Client
-		if c == nil {
-			c = &facts.Client{}
+	return buildRecord(visitsSchema, len(rows), func(b *builder) {
+		for i := range rows {
+			r := &rows[i]
+			c := r.Client
+			if c == nil {
+				c = &facts.Client{}
+			}
+			b.row()
+			b.uuid(r.Unit)
+			b.ts(r.Start)
+			b.uuidReq(r.ID)
+			b.ts(r.End)
+			// The person is the unit itself unless it differs.
+			if r.Person == r.Unit {
+				b.uuid(facts.Ref{})
+			} else {
+				b.uuid(r.Person)
+			}
+			b.bool(r.Session)
+			b.i32(r.Events)
+			b.i32(r.Pageviews)
+			b.bool(r.Consented)
+			b.strReq(r.Touch.Channel)
+			b.str(r.Touch.Source)
+			b.str(r.Touch.Medium)
+			b.str(r.Touch.Campaign)
+			b.str(r.Touch.Term)
+			b.str(r.Touch.Content)
+			b.str(r.Touch.AdPlatform)
+			b.str(r.Touch.ClickID)
+			b.str(r.Touch.RefHost)
+			b.str(r.Touch.RefName)
+			b.str(r.LandingHost)
+			b.str(r.LandingPath)
+			b.str(r.ExitPath)
+			b.str(c.Country)
+			b.str(c.Region)
+			b.str(c.Device)
+			b.str(c.Browser)
+			b.str(c.OS)
+			b.str(c.Locale)
+			b.str(c.Source)
 		}
-		b.row()
-		b.uuid(r.Unit)
-		b.ts(r.Start)
-		b.uuidReq(r.ID)
-		b.ts(r.End)
-		// The person is the unit itself unless it differs.
-		if r.Person == r.Unit {
-			b.uuid(facts.Ref{})
-		} else {
-			b.uuid(r.Person)
-		}
-		b.bool(r.Session)
-		b.i32(r.Events)
-		b.i32(r.Pageviews)
-		b.bool(r.Consented)
-		b.strReq(r.Touch.Channel)
-		b.str(r.Touch.Source)
-		b.str(r.Touch.Medium)
-		b.str(r.Touch.Campaign)
-		b.str(r.Touch.Term)
-		b.str(r.Touch.Content)
-		b.str(r.Touch.AdPlatform)
-		b.str(r.Touch.ClickID)
-		b.str(r.Touch.RefHost)
-		b.str(r.Touch.RefName)
-		b.str(r.LandingHost)
-		b.str(r.LandingPath)
-		b.str(r.ExitPath)
-		b.str(c.Country)
-		b.str(c.Region)
-		b.str(c.Device)
-		b.str(c.Browser)
-		b.str(c.OS)
-		b.str(c.Locale)
-		b.str(c.Source)
-	}
-	return b.record()
+	})
 }
 
 func conversionsRecord(rows []facts.ConversionRow) arrow.Record {
-	b := newBuilder(conversionsSchema, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		b.row()
-		b.strReq(r.Action)
-		b.ts(r.Time)
-		b.uuidReq(r.EventID)
-		b.str(r.Role)
-		// The owner is the unit itself unless it differs.
-		if r.Owner == r.Unit {
-			b.uuid(facts.Ref{})
-		} else {
-			b.uuid(r.Owner)
+	return buildRecord(conversionsSchema, len(rows), func(b *builder) {
+		for i := range rows {
+			r := &rows[i]
+			b.row()
+			b.strReq(r.Action)
+			b.ts(r.Time)
+			b.uuidReq(r.EventID)
+			b.str(r.Role)
+			// The owner is the unit itself unless it differs.
+			if r.Owner == r.Unit {
+				b.uuid(facts.Ref{})
+			} else {
+				b.uuid(r.Owner)
+			}
+			b.uuid(r.Unit)
+			b.uuid(r.Visit)
+			b.i64Opt(r.Value, r.HasValue)
+			b.str(r.Currency)
+			b.bool(r.Consented)
 		}
-		b.uuid(r.Unit)
-		b.uuid(r.Visit)
-		b.i64Opt(r.Value, r.HasValue)
-		b.str(r.Currency)
-		b.bool(r.Consented)
-	}
-	return b.record()
+	})
 }
 
 // moneyJSON writes amounts as [{"currency":"EUR","amount":12.5}], the
@@ -441,71 +511,71 @@ func (b *builder) touch(t facts.Touch) {
 }
 
 func peopleRecord(rows []*facts.PersonRow, reporting string) arrow.Record {
-	b := newBuilder(peopleSchema, len(rows))
-	for _, r := range rows {
-		b.row()
-		b.uuidReq(r.Ref)
-		b.str(r.UserID)
-		b.bool(r.Known)
-		if r.HasName {
-			b.strReq(r.Name)
-		} else {
-			b.str("")
+	return buildRecord(peopleSchema, len(rows), func(b *builder) {
+		for _, r := range rows {
+			b.row()
+			b.uuidReq(r.Ref)
+			b.str(r.UserID)
+			b.bool(r.Known)
+			if r.HasName {
+				b.strReq(r.Name)
+			} else {
+				b.str("")
+			}
+			if r.HasEmail {
+				b.strReq(r.Email)
+			} else {
+				b.str("")
+			}
+			b.strReq(r.Stage)
+			b.ts(r.FirstSeen)
+			b.ts(r.LastSeen)
+			b.i64(r.Visits)
+			b.i64(r.ActiveDays)
+			b.i64(r.Events)
+			b.i64(r.Pageviews)
+			b.i64(r.Orders)
+			b.str(moneyJSON(r.Revenue, reporting))
+			b.i64(r.Value)
+			b.touch(r.FirstTouch)
+			b.touch(r.LastTouch)
+			b.str(r.Country)
+			b.str(r.Region)
+			b.str(r.Device)
+			b.str(r.Browser)
+			b.str(r.OS)
+			b.str(r.Locale)
+			b.str(r.LastPath)
+			b.str(r.Traits)
+			b.i64(r.Browsers)
+			b.bool(r.SharedBrowser)
+			b.tsOpt(r.FirstPurchase)
+			b.bool(r.Intent)
 		}
-		if r.HasEmail {
-			b.strReq(r.Email)
-		} else {
-			b.str("")
-		}
-		b.strReq(r.Stage)
-		b.ts(r.FirstSeen)
-		b.ts(r.LastSeen)
-		b.i64(r.Visits)
-		b.i64(r.ActiveDays)
-		b.i64(r.Events)
-		b.i64(r.Pageviews)
-		b.i64(r.Orders)
-		b.str(moneyJSON(r.Revenue, reporting))
-		b.i64(r.Value)
-		b.touch(r.FirstTouch)
-		b.touch(r.LastTouch)
-		b.str(r.Country)
-		b.str(r.Region)
-		b.str(r.Device)
-		b.str(r.Browser)
-		b.str(r.OS)
-		b.str(r.Locale)
-		b.str(r.LastPath)
-		b.str(r.Traits)
-		b.i64(r.Browsers)
-		b.bool(r.SharedBrowser)
-		b.tsOpt(r.FirstPurchase)
-		b.bool(r.Intent)
-	}
-	return b.record()
+	})
 }
 
 func identitiesRecord(rows []facts.IdentityRow) arrow.Record {
-	b := newBuilder(identitiesSchema, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		b.row()
-		b.uuidReq(r.Unit)
-		b.uuidReq(r.Person)
-		b.ts(r.ClaimedAt)
-		b.bool(r.Shared)
-	}
-	return b.record()
+	return buildRecord(identitiesSchema, len(rows), func(b *builder) {
+		for i := range rows {
+			r := &rows[i]
+			b.row()
+			b.uuidReq(r.Unit)
+			b.uuidReq(r.Person)
+			b.ts(r.ClaimedAt)
+			b.bool(r.Shared)
+		}
+	})
 }
 
 func membersRecord(rows []facts.MemberRow) arrow.Record {
-	b := newBuilder(membersSchema, len(rows))
-	for i := range rows {
-		b.row()
-		b.strReq(rows[i].Segment)
-		b.uuidReq(rows[i].Person)
-	}
-	return b.record()
+	return buildRecord(membersSchema, len(rows), func(b *builder) {
+		for i := range rows {
+			b.row()
+			b.strReq(rows[i].Segment)
+			b.uuidReq(rows[i].Person)
+		}
+	})
 }
 
 // segmentBuild is a row of the segments table.
@@ -516,15 +586,15 @@ type segmentBuild struct {
 }
 
 func segmentsRecord(rows []segmentBuild) arrow.Record {
-	b := newBuilder(segmentsSchema, len(rows))
-	for _, r := range rows {
-		b.row()
-		b.strReq(r.Ref)
-		b.strReq(r.ID)
-		b.ts(r.BuiltAt)
-		b.i64(r.Members)
-	}
-	return b.record()
+	return buildRecord(segmentsSchema, len(rows), func(b *builder) {
+		for _, r := range rows {
+			b.row()
+			b.strReq(r.Ref)
+			b.strReq(r.ID)
+			b.ts(r.BuiltAt)
+			b.i64(r.Members)
+		}
+	})
 }
 
 // columns gives typed access to the columns of a scanned record by name.

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/records"
 )
@@ -61,15 +59,6 @@ func BenchmarkWrite(b *testing.B) {
 			b.ReportMetric(float64(stored)/float64(n), "stored-B/row")
 		})
 	}
-}
-
-// recordBytes is the in-memory size of a record's buffers.
-func recordBytes(rec arrow.Record) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		n += arraySize(c)
-	}
-	return n
 }
 
 // BenchmarkScan measures scanning 30 days of 20,000 rows each through a
