@@ -45,6 +45,7 @@ func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io
 		return 2
 	}
 	logger := newLogger(cfg, stderr)
+	tuneGC(logger)
 	s := &service{cfg: cfg, roles: roles, logger: logger, stdout: stdout}
 	if err := s.run(ctx); err != nil {
 		logger.Error("mf stopped with an error", "err", err)
