@@ -18,6 +18,20 @@ const channelNone = "none"
 // then none.
 var channelIDs = append(append([]string(nil), Channels...), channelNone)
 
+// channelIndex is the position of a person's touch channel in channelIDs:
+// none for "" (no visit), direct for a channel this build does not know.
+func channelIndex(ch string) uint8 {
+	if ch == "" {
+		ch = channelNone
+	}
+	for i, id := range channelIDs {
+		if id == ch {
+			return uint8(i)
+		}
+	}
+	return channelIndex("direct")
+}
+
 // channelCounts are the numbers of one channel (or of all).
 type channelCounts struct {
 	visits, people, newPeople, buyers, customers int
@@ -85,32 +99,38 @@ func computeChannels(ctx context.Context, d *projectData, w Window, touch string
 	if err != nil {
 		return nil, err
 	}
+	// Per person: counts by channel index, no map lookups (a 30-day
+	// window holds hundreds of thousands of people).
+	counts := make([]channelCounts, len(channelIDs))
+	last := touch == "last"
 	people.each(func(i int32) {
 		p := &d.People[i]
-		ch := p.FirstTouch.Channel
-		if touch == "last" {
-			ch = p.LastTouch.Channel
+		c := &counts[p.FirstCh]
+		if last {
+			c = &counts[p.LastCh]
 		}
-		if ch == "" {
-			ch = channelNone
+		c.people++
+		if p.FirstSeen >= lo && p.FirstSeen < hi {
+			c.newPeople++
 		}
-		c := rep.byChannel[ch]
-		if c == nil {
-			c = rep.byChannel["direct"]
+		if bought.has(i) {
+			c.buyers++
 		}
-		for _, c := range []*channelCounts{c, &rep.all} {
-			c.people++
-			if p.FirstSeen >= lo && p.FirstSeen < hi {
-				c.newPeople++
-			}
-			if bought.has(i) {
-				c.buyers++
-			}
-			if p.FirstPurchase > 0 && p.FirstPurchase < hi {
-				c.customers++
-			}
+		if p.FirstPurchase > 0 && p.FirstPurchase < hi {
+			c.customers++
 		}
 	})
+	for k, id := range channelIDs {
+		c, k := rep.byChannel[id], counts[k]
+		c.people += k.people
+		c.newPeople += k.newPeople
+		c.buyers += k.buyers
+		c.customers += k.customers
+		rep.all.people += k.people
+		rep.all.newPeople += k.newPeople
+		rep.all.buyers += k.buyers
+		rep.all.customers += k.customers
+	}
 	return rep, nil
 }
 

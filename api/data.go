@@ -63,6 +63,7 @@ type personRow struct {
 	Revenue                               []Money // per currency, reporting currency first
 	Value                                 int64   // micro-units of the reporting currency
 	FirstTouch, LastTouch                 touch
+	FirstCh, LastCh                       uint8 // channelIndex of the touches' channels
 	Country, Region, Device, Browser, OS  string
 	Locale, LastPath                      string
 	Traits                                string // JSON object of the latest identify, "" when none
@@ -761,6 +762,7 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 			OS: strAt(c[31], i), Locale: strAt(c[32], i), LastPath: strAt(c[33], i), Traits: strAt(c[34], i),
 			SharedBrowser: boolAt(c[36], i), FirstPurchase: tsAt(c[37], i), Intent: boolAt(c[38], i),
 		}
+		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
 		p.Visits, _ = i64At(c[8], i)
 		p.ActiveDays, _ = i64At(c[9], i)
 		p.Events, _ = i64At(c[10], i)

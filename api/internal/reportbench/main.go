@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +46,9 @@ type Config struct {
 	DuckDir string
 	// Verbose logs the parts' own lines to stderr.
 	Verbose bool
+	// CPUProfile, when set, is where a CPU profile of the API timing
+	// (step 4) is written.
+	CPUProfile string
 }
 
 // DefaultConfig is issue 7's bench.
@@ -86,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.DuckDB, "duckdb", cfg.DuckDB, "answer the same questions with DuckDB (Node, npm @duckdb/node-api)")
 	fs.StringVar(&cfg.DuckDir, "duckdb-dir", "", "directory of bench.mjs (default: duckdb/ beside this tool's source)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the parts' own lines (processor, log, API) to stderr")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the API timing to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -190,7 +195,20 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		return err
 	}
 	qs := questions()
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("cannot write the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cannot start the CPU profile: %w", err)
+		}
+	}
 	ours := timeAPI(ctx, base, ds.Project, qs, cfg.Warmup, cfg.N, out)
+	if cfg.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	stopAPI()
 
 	// 5. DuckDB over the same files.
