@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -242,6 +243,49 @@ func BenchmarkEngine(b *testing.B) {
 		}
 		e.Flush()
 	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkEngineMemory reports the heap an engine keeps per event once
+// 200,000 events of typical traffic are added and flushed (HeapInuse after
+// a full GC, less the heap before: the memory the late window costs), and
+// the part of it the GC must scan for pointers at every cycle
+// (runtime/metrics /gc/scan/heap:bytes), per event.
+func BenchmarkEngineMemory(b *testing.B) {
+	c := benchCase(b)
+	tr := newTraffic(c.project.ID, 1)
+	bs, _ := tr.batches(200_000)
+	n := 0
+	for _, x := range bs {
+		n += len(x.Events)
+	}
+	b.ReportAllocs()
+	var inuse, live, scan float64
+	scanned := func() int64 {
+		s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+		metrics.Read(s)
+		return int64(s[0].Value.Uint64())
+	}
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		scan0 := scanned()
+		e := c.engine(b)
+		for _, x := range bs {
+			e.AddBatch(x)
+		}
+		e.Flush()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		inuse = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / float64(n)
+		live = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+		scan = float64(scanned()-scan0) / float64(n)
+		runtime.KeepAlive(e)
+	}
+	b.ReportMetric(inuse, "heap-B/event")
+	b.ReportMetric(live, "live-B/event")
+	b.ReportMetric(scan, "scan-B/event")
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 

@@ -669,27 +669,28 @@ func boolAt(a arrow.Array, i int) bool {
 	return !a.IsNull(i) && a.(*array.Boolean).Value(i)
 }
 
-// event returns row i as an event of engine e (strings interned, client
-// shared). derived keeps the catalog matches stored with the row (a
+// event returns row i as an event of engine e (client shared; strings
+// point into the record). derived keeps the catalog matches stored with the row (a
 // restart); without it the engine matches again (replay).
 func (r *eventReader) event(e *facts.Engine, i int, derived bool) facts.Event {
-	in := e.Intern
+	// The strings point into the Arrow buffers: the engine copies them
+	// into its day arena.
 	ev := facts.Event{
 		Time:       int64(r.time.(*array.Timestamp).Value(i)),
-		Name:       in(strAt(r.name, i)),
-		Origin:     in(strAt(r.origin, i)),
-		Path:       in(strAt(r.path, i)),
-		Query:      in(strAt(r.query, i)),
-		Title:      in(strAt(r.title, i)),
-		Referrer:   in(strAt(r.referrer, i)),
-		UserID:     in(strAt(r.user, i)),
+		Name:       strAt(r.name, i),
+		Origin:     strAt(r.origin, i),
+		Path:       strAt(r.path, i),
+		Query:      strAt(r.query, i),
+		Title:      strAt(r.title, i),
+		Referrer:   strAt(r.referrer, i),
+		UserID:     strAt(r.user, i),
 		Properties: strAt(r.props, i),
 		Revenue:    strAt(r.revenue, i),
 		Currency:   strAt(r.currency, i),
 	}
 	ev.ID = uuidAt(r.id, i)
 	ev.SessionID = uuidAt(r.session, i)
-	ev.Host = in(originHost(ev.Origin))
+	ev.Host = originHost(ev.Origin)
 	ev.Client = e.Client(facts.Client{
 		Source: strAt(r.source, i), Consented: boolAt(r.consented, i), Server: boolAt(r.server, i),
 		Country: strAt(r.country, i), Region: strAt(r.region, i), Device: strAt(r.device, i),
@@ -707,11 +708,11 @@ func (r *eventReader) event(e *facts.Engine, i int, derived bool) facts.Event {
 	}
 	if derived {
 		ev.Derived = true
-		ev.Actions = in(strAt(r.actions, i))
+		ev.Actions = strAt(r.actions, i)
 		if !r.value.IsNull(i) {
 			ev.HasValue = true
 			ev.Value = r.value.(*array.Int64).Value(i)
-			ev.ValueCurrency = in(strAt(r.valueCurrency, i))
+			ev.ValueCurrency = strAt(r.valueCurrency, i)
 		}
 		ev.Purchase = boolAt(r.purchase, i)
 	}

@@ -80,12 +80,83 @@ func (k evKey) later(o evKey) bool { return o.zero() || k.cmp(o) > 0 }
 // earlier reports whether k comes before o (or o is unset).
 func (k evKey) earlier(o evKey) bool { return o.zero() || k.cmp(o) < 0 }
 
-// event is an Event kept in memory with what the engine derived for it.
+// event is an Event kept in memory with what the engine derived for it,
+// compact: its strings are refs into its day's arena, its browser,
+// visitor and userId are those of its unit and part. The pointers come
+// first, so the garbage collector scans the first 32 bytes only.
 type event struct {
-	Event
-	day  int32
-	unit *node // the visit unit: browser, user or consentless visitor
-	part *node // the person part: user, else browser; nil when none
+	d      *day  // the day it is kept in (its strings are in d.strs)
+	unit   *node // the visit unit: browser, user or consentless visitor
+	part   *node // the person part: user, else browser; nil when none
+	Client *Client
+
+	ID, SessionID records.UUID
+	Time, Value   int64
+
+	name, origin, host, path, query, title, referrer sref
+	props, revenue, currency, actions, valueCur      sref
+
+	HasValue, Purchase bool
+}
+
+func (e *event) Name() string          { return e.d.strs.get(e.name) }
+func (e *event) Origin() string        { return e.d.strs.get(e.origin) }
+func (e *event) Host() string          { return e.d.strs.get(e.host) }
+func (e *event) Path() string          { return e.d.strs.get(e.path) }
+func (e *event) Query() string         { return e.d.strs.get(e.query) }
+func (e *event) Title() string         { return e.d.strs.get(e.title) }
+func (e *event) Referrer() string      { return e.d.strs.get(e.referrer) }
+func (e *event) Properties() string    { return e.d.strs.get(e.props) }
+func (e *event) Revenue() string       { return e.d.strs.get(e.revenue) }
+func (e *event) Currency() string      { return e.d.strs.get(e.currency) }
+func (e *event) Actions() string       { return e.d.strs.get(e.actions) }
+func (e *event) ValueCurrency() string { return e.d.strs.get(e.valueCur) }
+
+// UserID is the event's userId: its part when that is a user.
+func (e *event) UserID() string {
+	if e.part != nil && e.part.kind == KindUser {
+		return e.part.raw
+	}
+	return ""
+}
+
+// Browser is the ref of the event's browser: its unit when that is one.
+func (e *event) Browser() Ref {
+	if e.unit != nil && e.unit.kind == KindBrowser {
+		return e.unit.ref
+	}
+	return Ref{}
+}
+
+// Visitor is the ref of the event's consentless visitor.
+func (e *event) Visitor() Ref {
+	if e.unit != nil && e.unit.kind == KindVisitor {
+		return e.unit.ref
+	}
+	return Ref{}
+}
+
+// pack stores in as a compact event of day d (without unit and part).
+func (d *day) pack(in *Event) *event {
+	a := &d.strs
+	return &event{d: d, Client: in.Client, ID: in.ID, SessionID: in.SessionID, Time: in.Time,
+		Value: in.Value, HasValue: in.HasValue, Purchase: in.Purchase,
+		name: a.put(in.Name, true), origin: a.put(in.Origin, true), host: a.put(in.Host, true),
+		path: a.put(in.Path, true), query: a.put(in.Query, true), title: a.put(in.Title, true),
+		referrer: a.put(in.Referrer, true), props: a.put(in.Properties, false),
+		revenue: a.put(in.Revenue, true), currency: a.put(in.Currency, true),
+		actions: a.put(in.Actions, true), valueCur: a.put(in.ValueCurrency, true)}
+}
+
+// export returns the event as an Event (its strings point into the
+// day's arena).
+func (e *event) export() Event {
+	return Event{ID: e.ID, Time: e.Time, Name: e.Name(), Client: e.Client, Origin: e.Origin(),
+		Host: e.Host(), Path: e.Path(), Query: e.Query(), Title: e.Title(), Referrer: e.Referrer(),
+		Browser: e.Browser(), UserID: e.UserID(), SessionID: e.SessionID, Visitor: e.Visitor(),
+		Properties: e.Properties(), Revenue: e.Revenue(), Currency: e.Currency(),
+		Actions: e.Actions(), HasValue: e.HasValue, Value: e.Value, ValueCurrency: e.ValueCurrency(),
+		Purchase: e.Purchase, Derived: true}
 }
 
 func (e *event) key() evKey { return evKey{e.Time, e.ID} }
@@ -99,6 +170,7 @@ func (e *event) clusterable() bool {
 // day holds the events of one day (project time zone) kept in memory.
 type day struct {
 	num    int32
+	strs   arena // the strings of its events
 	events []*event
 	ids    map[records.UUID]*event
 	// fresh are the events added since the day's rows were last output;
@@ -115,6 +187,7 @@ type Engine struct {
 	in      interner
 	origins map[originKey]string // formatted page origins and referrers
 	clients map[Client]*Client
+	touches map[channels.Touch]*channels.Touch
 	acts    *actionSet
 	actByID map[string]*action
 	segs    []*segment
@@ -173,6 +246,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg:            cfg,
 		in:             interner{m: map[string]string{}},
 		clients:        map[Client]*Client{},
+		touches:        map[channels.Touch]*channels.Touch{},
 		days:           map[int32]*day{},
 		nodes:          map[Ref]*node{},
 		anonRefs:       map[string]Ref{},
@@ -299,9 +373,9 @@ func (e *Engine) AddBatch(b *records.Batch) int {
 	c, visitor := e.batchClient(b)
 	n := 0
 	for i := range b.Events {
-		ev := &event{}
-		e.fillEvent(&ev.Event, b, &b.Events[i], c, visitor)
-		if e.add(ev) {
+		var ev Event
+		e.fillEvent(&ev, b, &b.Events[i], c, visitor)
+		if e.add(&ev) {
 			n++
 		}
 	}
@@ -314,10 +388,9 @@ func (e *Engine) AddBatch(b *records.Batch) int {
 // whether the event changed anything: an event whose id is known with the
 // same content is skipped; with other content the one whose content sorts
 // first is kept (so the outcome does not depend on arrival order).
-func (e *Engine) Add(in Event) bool { return e.add(&event{Event: in}) }
+func (e *Engine) Add(in Event) bool { return e.add(&in) }
 
-func (e *Engine) add(ev *event) bool {
-	in := &ev.Event
+func (e *Engine) add(in *Event) bool {
 	dn := e.DayOf(in.Time)
 	if e.frozen && dn <= e.frozenThrough {
 		e.stats.TooLate++
@@ -329,7 +402,8 @@ func (e *Engine) add(ev *event) bool {
 		e.days[dn] = d
 	}
 	if old, ok := d.ids[in.ID]; ok {
-		c := compareContent(in, &old.Event)
+		oe := old.export()
+		c := compareContent(in, &oe)
 		if c == 0 {
 			e.stats.Duplicates++
 			return false
@@ -344,19 +418,18 @@ func (e *Engine) add(ev *event) bool {
 	} else if prev, ok := e.findElsewhere(in.ID, dn); ok {
 		// The same id on another day (a resend whose time was replaced):
 		// keep the copy whose content sorts first.
-		if compareContent(in, &prev.Event) >= 0 {
+		if pe := prev.export(); compareContent(in, &pe) >= 0 {
 			e.stats.Duplicates++
 			return false
 		}
-		e.remove(e.days[prev.day], prev)
+		e.remove(prev.d, prev)
 		e.stats.Replaced++
 	}
-	ev.day = dn
 	if !in.Derived {
-		e.derive(ev)
-		ev.Derived = true
+		e.derive(in)
+		in.Derived = true
 	}
-	e.insert(d, ev)
+	e.insert(d, d.pack(in), in)
 	e.stats.Events++
 	return true
 }
@@ -423,7 +496,7 @@ func compareClient(a, b *Client) int {
 
 // derive computes the catalog-dependent fields of an event: the actions
 // it matches, its revenue, whether it is a purchase.
-func (e *Engine) derive(ev *event) {
+func (e *Engine) derive(ev *Event) {
 	var props map[string]any
 	parsed := false
 	getProps := func() map[string]any {
@@ -435,7 +508,7 @@ func (e *Engine) derive(ev *event) {
 	ev.Actions = ""
 	ev.HasValue, ev.Value, ev.ValueCurrency = false, 0, ""
 	ev.Purchase = false
-	matched := e.acts.match(&ev.Event, getProps)
+	matched := e.acts.match(ev, getProps)
 	if len(matched) > 0 {
 		ids := make([]string, len(matched))
 		for i, idx := range matched {
@@ -505,28 +578,29 @@ func (e *Engine) user(uid string) *node {
 	if n, ok := e.users[uid]; ok {
 		return n
 	}
+	uid = strings.Clone(uid) // uid may point into a batch or an arena
 	n := e.nodeFor(KindUser, uid, NodeRef(e.cfg.Project, KindUser, uid))
 	e.users[n.raw] = n
 	return n
 }
 
 // insert records a new event and marks what it makes dirty.
-func (e *Engine) insert(d *day, ev *event) {
+func (e *Engine) insert(d *day, ev *event, in *Event) {
 	d.events = append(d.events, ev)
 	d.fresh = append(d.fresh, ev)
 	d.ids[ev.ID] = ev
 	e.dirtyEventDays[d.num] = true
 
 	var b, u *node
-	if !ev.Browser.IsZero() {
-		b = e.browser(ev.Browser)
+	if !in.Browser.IsZero() {
+		b = e.browser(in.Browser)
 	}
-	if ev.UserID != "" {
-		u = e.user(ev.UserID)
+	if in.UserID != "" {
+		u = e.user(in.UserID)
 	}
 	switch {
-	case !ev.Visitor.IsZero():
-		ev.unit = e.nodeFor(KindVisitor, "", ev.Visitor)
+	case !in.Visitor.IsZero():
+		ev.unit = e.nodeFor(KindVisitor, "", in.Visitor)
 	case b != nil:
 		ev.unit = b
 	case u != nil:
@@ -586,14 +660,14 @@ func (e *Engine) remove(d *day, ev *event) {
 		ev.part.rebuildDay(d, e)
 		e.dirtyParts[ev.part] = true
 	}
-	if !ev.Browser.IsZero() && ev.UserID != "" {
-		b := e.browser(ev.Browser)
-		u := e.user(ev.UserID)
+	if br, uid := ev.Browser(), ev.UserID(); !br.IsZero() && uid != "" {
+		b := e.browser(br)
+		u := e.user(uid)
 		// Recompute the earliest sign-in of u on b from the events kept.
 		var best evKey
 		for _, dd := range e.days {
 			for _, o := range dd.events {
-				if o.Browser == ev.Browser && o.UserID == ev.UserID && o.key().earlier(best) {
+				if o.unit == b && o.part == u && o.key().earlier(best) {
 					best = o.key()
 				}
 			}
@@ -689,7 +763,7 @@ func (e *Engine) pendingCompute() bool {
 func (e *Engine) freezeVisit(v *visit) {
 	seen := map[*node]bool{}
 	for _, p := range v.parts {
-		delete(p.partVisits, v)
+		p.partVisits.remove(v)
 		who := personOf(p)
 		if seen[who] {
 			continue

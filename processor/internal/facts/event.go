@@ -2,6 +2,7 @@ package facts
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/mfhq/mf/storage/records"
 )
@@ -154,20 +155,21 @@ func (e *Engine) batchClient(b *records.Batch) (*Client, Ref) {
 	return c, visitor
 }
 
-// fillEvent normalizes one event of a batch.
+// fillEvent normalizes one event of a batch. The strings of ev may point
+// into the batch: the engine copies them into its day arena.
 func (e *Engine) fillEvent(ev *Event, b *records.Batch, r *records.Event, c *Client, visitor Ref) {
 	ev.ID = r.ID
 	ev.Time = r.Time
-	ev.Name = e.in.get(r.Name)
+	ev.Name = r.Name
 	ev.Client = c
 	if !r.Page.URL.IsZero() {
 		u := &r.Page.URL
 		ev.Origin = e.origin(originKey{u.Scheme, u.Host, u.Port, ""})
-		ev.Host = e.in.get(u.Host)
-		ev.Path = e.in.get(u.Path)
-		ev.Query = e.in.get(u.Query)
+		ev.Host = u.Host
+		ev.Path = u.Path
+		ev.Query = u.Query
 	}
-	ev.Title = e.in.get(r.Page.Title)
+	ev.Title = r.Page.Title
 	if !r.Page.Referrer.IsZero() {
 		u := &r.Page.Referrer
 		ev.Referrer = e.origin(originKey{u.Scheme, u.Host, u.Port, u.Path})
@@ -176,17 +178,17 @@ func (e *Engine) fillEvent(ev *Event, b *records.Batch, r *records.Event, c *Cli
 		if r.AnonymousID != "" {
 			ev.Browser = e.browserRef(r.AnonymousID)
 		}
-		ev.UserID = e.in.get(r.UserID)
+		ev.UserID = r.UserID
 		ev.SessionID = r.SessionID
 	} else {
 		ev.Visitor = visitor
 	}
 	if len(r.Properties) > 0 {
-		ev.Properties = string(r.Properties)
+		// Not copied: the arena copies it, nothing else keeps it.
+		ev.Properties = unsafe.String(&r.Properties[0], len(r.Properties))
 	}
-	// Copies: a substring would keep the batch's whole record alive.
-	ev.Revenue = strings.Clone(r.Revenue)
-	ev.Currency = e.in.get(r.Currency)
+	ev.Revenue = r.Revenue
+	ev.Currency = r.Currency
 }
 
 // browserRef returns the ref of an anonymousId, derived once per browser.
@@ -215,7 +217,8 @@ func (e *Engine) client(c Client) *Client {
 	if p, ok := e.clients[c]; ok {
 		return p
 	}
-	p := &c
+	p := new(Client) // not &c: c would escape, allocated at every call
+	*p = c
 	p.Country = e.in.get(c.Country)
 	p.Region = e.in.get(c.Region)
 	p.Device = e.in.get(c.Device)

@@ -112,10 +112,71 @@ func (c *Changes) Empty() bool {
 		len(c.Identities) == 0 && len(c.Members) == 0
 }
 
-// personState is a computed person, cached. Its row is never modified:
-// a recomputation replaces the personState (Changes share rows).
+// personState is a computed person, cached in a compact form (about half
+// the size of its PersonRow: the touches and the client are pointers to
+// shared values); row expands it. A recomputation replaces it.
 type personState struct {
-	row PersonRow
+	core        personCore
+	first, last touchInfo
+	client      *Client
+	revenue     Money
+}
+
+// personCore are the comparable scalars of a personState.
+type personCore struct {
+	ref                                 Ref
+	userID, name, email, stage          string
+	lastPath, traits                    string
+	known, hasName, hasEmail            bool
+	shared, intent                      bool
+	firstSeen, lastSeen, visits, active int64
+	events, pageviews, orders, value    int64
+	browsers, firstPurchase             int64
+}
+
+// newPersonState compacts a computed person.
+func newPersonState(f *personFacts) personState {
+	r := f.row
+	return personState{
+		core: personCore{ref: r.Ref, userID: r.UserID, name: r.Name, email: r.Email, stage: r.Stage,
+			lastPath: r.LastPath, traits: r.Traits, known: r.Known, hasName: r.HasName,
+			hasEmail: r.HasEmail, shared: r.SharedBrowser, intent: r.Intent,
+			firstSeen: r.FirstSeen, lastSeen: r.LastSeen, visits: r.Visits, active: r.ActiveDays,
+			events: r.Events, pageviews: r.Pageviews, orders: r.Orders, value: r.Value,
+			browsers: r.Browsers, firstPurchase: r.FirstPurchase},
+		first: f.first, last: f.last, client: f.client, revenue: r.Revenue,
+	}
+}
+
+// row expands the state into the person's row.
+func (s *personState) row(out *PersonRow) {
+	c := &s.core
+	*out = PersonRow{Revenue: s.revenue}
+	r := &out.personScalars
+	r.Ref, r.UserID, r.Known, r.Name, r.Email = c.ref, c.userID, c.known, c.name, c.email
+	r.HasName, r.HasEmail, r.Stage = c.hasName, c.hasEmail, c.stage
+	r.FirstSeen, r.LastSeen, r.Visits, r.ActiveDays = c.firstSeen, c.lastSeen, c.visits, c.active
+	r.Events, r.Pageviews, r.Orders, r.Value = c.events, c.pageviews, c.orders, c.value
+	r.FirstTouch, r.LastTouch = touchOf(s.first), touchOf(s.last)
+	if cl := s.client; cl != nil {
+		r.Country, r.Region, r.Device = cl.Country, cl.Region, cl.Device
+		r.Browser, r.OS, r.Locale = cl.Browser, cl.OS, cl.Locale
+	}
+	r.LastPath, r.Traits, r.Browsers, r.SharedBrowser = c.lastPath, c.traits, c.browsers, c.shared
+	r.FirstPurchase, r.Intent = c.firstPurchase, c.intent
+}
+
+// equal reports whether two states give the same row.
+func (s *personState) equal(o *personState) bool {
+	return s.core == o.core && s.first.same(o.first) && s.last.same(o.last) &&
+		sameClient(s.client, o.client) && slices.Equal(s.revenue, o.revenue)
+}
+
+func sameClient(a, b *Client) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // buckets are per-bucket indexes.
@@ -197,8 +258,10 @@ func (e *Engine) recomputePerson(p *node, forceMembers bool) {
 		return
 	}
 	f := e.computePerson(p)
-	if old == nil || !old.row.equal(f.row) {
-		e.bx.persons[b][p.ref] = &personState{row: *f.row}
+	if st := newPersonState(f); old == nil || !old.equal(&st) {
+		ps := new(personState)
+		*ps = st
+		e.bx.persons[b][p.ref] = ps
 		e.dirtyPeopleBuckets[b] = true
 	} else if !forceMembers {
 		return
@@ -387,9 +450,11 @@ func (e *Engine) rowsOf(events []*event, copy bool) []EventRow {
 		return cmp.Or(slices.Compare(ua[:], ub[:]), cmp.Compare(a.Time, b.Time), slices.Compare(a.ID[:], b.ID[:]))
 	})
 	rows := make([]EventRow, len(events))
+	evs := make([]Event, len(events))
 	for i, ev := range events {
 		r := &rows[i]
-		r.Event = &ev.Event
+		evs[i] = ev.export()
+		r.Event = &evs[i]
 		if ev.unit != nil {
 			r.Unit = ev.unit.ref
 		}
@@ -412,7 +477,7 @@ func (e *Engine) conversionRows(dn int32) []ConversionRow {
 func (e *Engine) conversionsOf(events []*event) []ConversionRow {
 	var rows []ConversionRow
 	for _, ev := range events {
-		if ev.Actions == "" {
+		if ev.actions == 0 {
 			continue
 		}
 		var unit, owner, vis Ref
@@ -425,14 +490,14 @@ func (e *Engine) conversionsOf(events []*event) []ConversionRow {
 		if v := e.visitOf(ev); v != nil {
 			vis = v.id
 		}
-		for id := range strings.SplitSeq(ev.Actions, ",") {
+		for id := range strings.SplitSeq(ev.Actions(), ",") {
 			role := ""
 			if a := e.actByID[id]; a != nil {
 				role = a.role
 			}
 			rows = append(rows, ConversionRow{Time: ev.Time, EventID: ev.ID, Action: id, Role: role,
 				Owner: owner, Unit: unit, Visit: vis, HasValue: ev.HasValue, Value: ev.Value,
-				Currency: ev.ValueCurrency, Consented: ev.Client.Consented})
+				Currency: ev.ValueCurrency(), Consented: ev.Client.Consented})
 		}
 	}
 	slices.SortFunc(rows, func(a, b ConversionRow) int {
@@ -446,7 +511,7 @@ func (e *Engine) visitRows(dn int32) []VisitRow {
 	rows := make([]VisitRow, 0, len(vs))
 	for v := range vs {
 		r := VisitRow{ID: v.id, Session: v.session, Start: v.start, End: v.end, Events: v.events,
-			Pageviews: v.pageview, Consented: v.consented, Touch: v.touch, ExitPath: v.exit}
+			Pageviews: v.pageview, Consented: v.consented, Touch: *v.touch, ExitPath: v.exit}
 		if v.owner != nil {
 			r.Unit = v.owner.ref
 		}
@@ -462,7 +527,7 @@ func (e *Engine) visitRows(dn int32) []VisitRow {
 			}
 		}
 		if te := v.touchEv; te != nil {
-			r.LandingHost, r.LandingPath, r.Client = te.Host, te.Path, te.Client
+			r.LandingHost, r.LandingPath, r.Client = te.Host(), te.Path(), te.Client
 		}
 		rows = append(rows, r)
 	}
@@ -474,8 +539,12 @@ func (e *Engine) visitRows(dn int32) []VisitRow {
 
 func (e *Engine) personRows(b int) []*PersonRow {
 	rows := make([]*PersonRow, 0, len(e.bx.persons[b]))
+	all := make([]PersonRow, len(e.bx.persons[b]))
+	i := 0
 	for _, p := range e.bx.persons[b] {
-		rows = append(rows, &p.row)
+		p.row(&all[i])
+		rows = append(rows, &all[i])
+		i++
 	}
 	slices.SortFunc(rows, func(a, b *PersonRow) int { return slices.Compare(a.Ref[:], b.Ref[:]) })
 	return rows

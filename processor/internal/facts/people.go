@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -14,17 +15,69 @@ import (
 // events: adding them in any order gives the same value.
 type partDay struct {
 	first, last               evKey
-	events, pageviews, orders int32
-	revenue                   Money
 	page                      evKey
-	lastPath                  string
 	clientAt                  evKey
+	events, pageviews, orders int32
+	lastPath                  string
 	client                    *Client
-	identAt                   evKey
-	traits                    string
-	hits                      []hit
-	exposures                 []exposure
-	purchases                 []int64
+	// x holds what most days lack (revenue, matched actions, identify,
+	// exposures, orders); nil until the day has one of them.
+	x *partDayExtra
+}
+
+// partDayExtra is the rarer part of a partDay.
+type partDayExtra struct {
+	revenue   Money
+	identAt   evKey
+	traits    string
+	hits      []hit
+	exposures []exposure
+	purchases []int64
+}
+
+func (pd *partDay) extra() *partDayExtra {
+	if pd.x == nil {
+		pd.x = &partDayExtra{}
+	}
+	return pd.x
+}
+
+// partDays are a part's days, by day number: a sorted slice (a part has
+// activity on a few days; a map per node would cost more than its days).
+type partDays []numDay
+
+type numDay struct {
+	num int32
+	pd  *partDay
+}
+
+func (ds partDays) find(num int32) (int, bool) {
+	return slices.BinarySearchFunc(ds, num, func(d numDay, n int32) int { return cmp.Compare(d.num, n) })
+}
+
+// get returns the activity of day num, nil when none.
+func (ds partDays) get(num int32) *partDay {
+	// Days mostly arrive in order: try the last one first.
+	if k := len(ds); k > 0 && ds[k-1].num == num {
+		return ds[k-1].pd
+	}
+	if i, ok := ds.find(num); ok {
+		return ds[i].pd
+	}
+	return nil
+}
+
+// set records the activity of day num (nil removes it).
+func (ds *partDays) set(num int32, pd *partDay) {
+	i, ok := ds.find(num)
+	switch {
+	case ok && pd == nil:
+		*ds = slices.Delete(*ds, i, i+1)
+	case ok:
+		(*ds)[i].pd = pd
+	case pd != nil:
+		*ds = slices.Insert(*ds, i, numDay{num, pd})
+	}
 }
 
 // hit is an action matched by an event.
@@ -41,13 +94,10 @@ type exposure struct {
 }
 
 func (n *node) addToDay(ev *event, e *Engine) {
-	if n.days == nil {
-		n.days = map[int32]*partDay{}
-	}
-	pd := n.days[ev.day]
+	pd := n.days.get(ev.d.num)
 	if pd == nil {
 		pd = &partDay{}
-		n.days[ev.day] = pd
+		n.days.set(ev.d.num, pd)
 	}
 	pd.add(ev, e)
 }
@@ -55,7 +105,7 @@ func (n *node) addToDay(ev *event, e *Engine) {
 // rebuildDay recomputes the part's activity of one day from the events
 // kept (after an event was taken out).
 func (n *node) rebuildDay(d *day, e *Engine) {
-	delete(n.days, d.num)
+	n.days.set(d.num, nil)
 	for _, ev := range d.events {
 		if ev.part == n {
 			n.addToDay(ev, e)
@@ -72,36 +122,42 @@ func (pd *partDay) add(ev *event, e *Engine) {
 		pd.last = k
 	}
 	pd.events++
-	if ev.Name == "$pageview" {
+	name := ev.Name()
+	if name == "$pageview" {
 		pd.pageviews++
-		if ev.Path != "" && k.later(pd.page) {
-			pd.page, pd.lastPath = k, ev.Path
+		if ev.path != 0 && k.later(pd.page) {
+			// Interned: the day's arena goes when the day is frozen.
+			pd.page, pd.lastPath = k, e.in.get(ev.Path())
 		}
 	}
 	if !ev.Client.Server && k.later(pd.clientAt) {
 		pd.clientAt, pd.client = k, ev.Client
 	}
-	if ev.Name == "$identify" && k.later(pd.identAt) {
-		pd.identAt, pd.traits = k, ev.Properties
+	if name == "$identify" && (pd.x == nil || k.later(pd.x.identAt)) {
+		x := pd.extra()
+		x.identAt, x.traits = k, strings.Clone(ev.Properties())
 	}
 	if ev.HasValue {
-		pd.revenue.Add(ev.ValueCurrency, ev.Value)
+		pd.extra().revenue.Add(ev.ValueCurrency(), ev.Value)
 	}
 	if ev.Purchase {
 		pd.orders++
-		pd.purchases = append(pd.purchases, ev.Time)
+		x := pd.extra()
+		x.purchases = append(x.purchases, ev.Time)
 	}
-	if ev.Actions != "" {
-		for id := range strings.SplitSeq(ev.Actions, ",") {
-			pd.hits = append(pd.hits, hit{action: e.in.get(id), t: ev.Time})
+	if ev.actions != 0 {
+		x := pd.extra()
+		for id := range strings.SplitSeq(ev.Actions(), ",") {
+			x.hits = append(x.hits, hit{action: e.in.get(id), t: ev.Time})
 		}
 	}
-	if ev.Name == "$exposure" {
-		p := parseProps(ev.Properties)
+	if name == "$exposure" {
+		p := parseProps(ev.Properties())
 		x, _ := p["$experiment"].(string)
 		v, _ := p["$variant"].(string)
 		if x != "" && v != "" {
-			pd.exposures = append(pd.exposures, exposure{at: k, experiment: e.in.get(x), variant: e.in.get(v)})
+			xd := pd.extra()
+			xd.exposures = append(xd.exposures, exposure{at: k, experiment: e.in.get(x), variant: e.in.get(v)})
 		}
 	}
 }
@@ -161,10 +217,6 @@ type personScalars struct {
 	Intent                bool  // reached an intent goal
 }
 
-func (a *PersonRow) equal(b *PersonRow) bool {
-	return a.personScalars == b.personScalars && slices.Equal(a.Revenue, b.Revenue)
-}
-
 // personFacts is what segment filters read of a person, beyond the row.
 type personFacts struct {
 	row       *PersonRow
@@ -172,6 +224,9 @@ type personFacts struct {
 	goals     []int64            // times goals (any role) were reached, sorted
 	exposures map[string]exposure
 	purchases []int64
+	// first and last touch, and the client, as the row's cache keeps them.
+	first, last touchInfo
+	client      *Client
 }
 
 // personOf returns the person node that a part's or unit's activity
@@ -237,7 +292,7 @@ func (e *Engine) reclaim(b *node) {
 		e.dirtyPersons[b] = true
 		e.dirtyIdentity[b] = true
 		// The visits with events of b now count for another person.
-		for v := range b.partVisits {
+		for v := range b.partVisits.all() {
 			e.dirtyVisitDays[e.DayOf(v.start)] = true
 		}
 	}
@@ -269,7 +324,8 @@ func (e *Engine) computePerson(p *node) *personFacts {
 		row.ActiveDays = int64(len(p.days))
 	}
 	for _, n := range mem {
-		for num, pd := range n.days {
+		for _, nd := range n.days {
+			num, pd := nd.num, nd.pd
 			if days != nil {
 				days[num] = struct{}{}
 			}
@@ -282,17 +338,21 @@ func (e *Engine) computePerson(p *node) *personFacts {
 			row.Events += int64(pd.events)
 			row.Pageviews += int64(pd.pageviews)
 			row.Orders += int64(pd.orders)
-			row.Revenue.AddAll(pd.revenue)
 			if !pd.page.zero() && pd.page.later(page) {
 				page, row.LastPath = pd.page, pd.lastPath
 			}
 			if pd.client != nil && pd.clientAt.later(clientAt) {
 				clientAt, client = pd.clientAt, pd.client
 			}
-			if !pd.identAt.zero() && pd.identAt.later(identAt) {
-				identAt, traits = pd.identAt, pd.traits
+			x := pd.x
+			if x == nil {
+				continue
 			}
-			for _, h := range pd.hits {
+			row.Revenue.AddAll(x.revenue)
+			if !x.identAt.zero() && x.identAt.later(identAt) {
+				identAt, traits = x.identAt, x.traits
+			}
+			for _, h := range x.hits {
 				if f.acts == nil {
 					f.acts = map[string][]int64{}
 				}
@@ -304,15 +364,15 @@ func (e *Engine) computePerson(p *node) *personFacts {
 					}
 				}
 			}
-			for _, x := range pd.exposures {
+			for _, xp := range x.exposures {
 				if f.exposures == nil {
 					f.exposures = map[string]exposure{}
 				}
-				if o, ok := f.exposures[x.experiment]; !ok || x.at.earlier(o.at) {
-					f.exposures[x.experiment] = x
+				if o, ok := f.exposures[xp.experiment]; !ok || xp.at.earlier(o.at) {
+					f.exposures[xp.experiment] = xp
 				}
 			}
-			f.purchases = append(f.purchases, pd.purchases...)
+			f.purchases = append(f.purchases, x.purchases...)
 		}
 	}
 	vs := visitSummary(mem)
@@ -331,16 +391,16 @@ func (e *Engine) computePerson(p *node) *personFacts {
 		row.FirstPurchase = f.purchases[0]
 	}
 	if vs.count > 0 {
-		row.FirstTouch = touchOf(vs.first)
+		f.first, f.last = vs.first, vs.last
 		if vs.hasOut {
-			row.LastTouch = touchOf(vs.lastOut)
-		} else {
-			row.LastTouch = touchOf(vs.last)
+			f.last = vs.lastOut
 		}
 	} else {
-		row.FirstTouch = Touch{Channel: channels.None}
-		row.LastTouch = Touch{Channel: channels.None}
+		none := touchInfo{touch: e.touchOf(channels.Touch{Channel: channels.None})}
+		f.first, f.last = none, none
 	}
+	row.FirstTouch, row.LastTouch = touchOf(f.first), touchOf(f.last)
+	f.client = client
 	if client != nil {
 		row.Country, row.Region, row.Device = client.Country, client.Region, client.Device
 		row.Browser, row.OS, row.Locale = client.Browser, client.OS, client.Locale

@@ -2,6 +2,7 @@ package facts
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 
 	"github.com/mfhq/mf/processor/internal/channels"
@@ -18,16 +19,15 @@ type node struct {
 	// Unit role.
 	cluster  []*event // events that form visits by inactivity
 	unsorted bool
-	visits   []*visit            // visits by inactivity, by start
-	owned    map[*visit]struct{} // visits from a sessionId owned by this unit
+	visits   []*visit // visits by inactivity, by start
 
 	// Part role: the live visits with events of this part, and a summary
 	// of those that are final and no longer kept.
-	partVisits map[*visit]struct{}
+	partVisits visitSet
 	frozen     *visitSum // nil until a visit of the part is final
 
 	// Part role.
-	days map[int32]*partDay
+	days partDays
 
 	// Identity role.
 	signIns map[*node]evKey    // browser: earliest sign-in of each user on it
@@ -66,8 +66,7 @@ func (n *node) dropClusterBefore(t int64) {
 
 func (n *node) removeVisit(v *visit) {
 	if v.session {
-		delete(n.owned, v)
-		return
+		return // visits from a sessionId are found through Engine.sessions
 	}
 	if i := slices.Index(n.visits, v); i >= 0 {
 		n.visits = slices.Delete(n.visits, i, i+1)
@@ -109,6 +108,64 @@ func (n *node) resetSignIn(u *node, k evKey) {
 	u.signed[n] = struct{}{}
 }
 
+// visitSet is a set of visits: a slice while small (most parts have a few
+// live visits), a map beyond smallSet.
+type visitSet struct {
+	small []*visit
+	big   map[*visit]struct{}
+}
+
+const smallSet = 16
+
+func (s *visitSet) add(v *visit) {
+	if s.big != nil {
+		s.big[v] = struct{}{}
+		return
+	}
+	if slices.Contains(s.small, v) {
+		return
+	}
+	if len(s.small) < smallSet {
+		s.small = append(s.small, v)
+		return
+	}
+	s.big = make(map[*visit]struct{}, 2*smallSet)
+	for _, o := range s.small {
+		s.big[o] = struct{}{}
+	}
+	s.big[v] = struct{}{}
+	s.small = nil
+}
+
+func (s *visitSet) remove(v *visit) {
+	if s.big != nil {
+		delete(s.big, v)
+		return
+	}
+	if i := slices.Index(s.small, v); i >= 0 {
+		s.small = slices.Delete(s.small, i, i+1)
+	}
+}
+
+// all yields the visits of the set (in no particular order).
+func (s *visitSet) all() iter.Seq[*visit] {
+	return func(yield func(*visit) bool) {
+		if s.big != nil {
+			for v := range s.big {
+				if !yield(v) {
+					return
+				}
+			}
+			return
+		}
+		for _, v := range s.small {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
 // visit is a visit: from a sessionId (session) or found by inactivity.
 type visit struct {
 	id      Ref
@@ -122,15 +179,16 @@ type visit struct {
 	touchEv          *event // the event the touch is decided from
 	events, pageview int32
 	exit             string
+	landing          string // the touch event's path
 	consented        bool
-	touch            channels.Touch
+	touch            *channels.Touch // shared (Engine.touchOf)
 }
 
 // info is what a visit contributes to its person's first and last touch.
 func (v *visit) info() touchInfo {
 	t := touchInfo{at: v.start, id: v.id, touch: v.touch}
 	if v.touchEv != nil {
-		t.landing = v.touchEv.Path
+		t.landing = v.landing
 	}
 	return t
 }
@@ -139,16 +197,58 @@ func (v *visit) info() touchInfo {
 func (v *visit) same(o *visit) bool {
 	return v.id == o.id && v.owner == o.owner && v.start == o.start && v.end == o.end &&
 		v.events == o.events && v.pageview == o.pageview && v.exit == o.exit &&
-		v.consented == o.consented && v.touch == o.touch && v.touchEv == o.touchEv &&
+		v.consented == o.consented && sameTouch(v.touch, o.touch) && v.touchEv == o.touchEv &&
 		slices.Equal(v.parts, o.parts)
+}
+
+// sameTouch reports whether two touches are equal (nil is the zero Touch).
+func sameTouch(a, b *channels.Touch) bool {
+	if a == b {
+		return true
+	}
+	var za, zb channels.Touch
+	if a != nil {
+		za = *a
+	}
+	if b != nil {
+		zb = *b
+	}
+	return za == zb
+}
+
+// maxTouches bounds the touches an engine shares.
+const maxTouches = 1 << 16
+
+// touchOf returns the engine's shared copy of t, its strings interned:
+// visits and the summaries of final visits point to it instead of each
+// holding eleven strings, and it does not point into a day's arena.
+func (e *Engine) touchOf(t channels.Touch) *channels.Touch {
+	if p, ok := e.touches[t]; ok {
+		return p
+	}
+	in := e.in.get
+	t.Channel, t.Source, t.Medium, t.Campaign = in(t.Channel), in(t.Source), in(t.Medium), in(t.Campaign)
+	t.Term, t.Content, t.AdPlatform, t.ClickID = in(t.Term), in(t.Content), in(t.AdPlatform), in(t.ClickID)
+	t.RefHost, t.RefName = in(t.RefHost), in(t.RefName)
+	p := new(channels.Touch) // not &t: t would escape, allocated at every call
+	*p = t
+	if len(e.touches) < maxTouches {
+		e.touches[t] = p
+	}
+	return p
 }
 
 // touchInfo is a visit's contribution to first and last touch.
 type touchInfo struct {
 	at      int64
 	id      Ref
-	touch   channels.Touch
+	touch   *channels.Touch
 	landing string
+}
+
+// same reports whether two touch infos are equal.
+func (t touchInfo) same(o touchInfo) bool {
+	return t.at == o.at && t.id == o.id && t.landing == o.landing && sameTouch(t.touch, o.touch)
 }
 
 func (t touchInfo) before(o touchInfo) bool {
@@ -204,7 +304,7 @@ func visitSummary(mem []*node) visitSum {
 		if n.frozen != nil {
 			s.merge(*n.frozen)
 		}
-		for v := range n.partVisits {
+		for v := range n.partVisits.all() {
 			if _, ok := seen[v]; ok {
 				continue
 			}
@@ -231,10 +331,10 @@ func (e *Engine) fill(v *visit, evs []*event) {
 	v.exit = ""
 	v.touchEv = nil
 	for _, ev := range evs {
-		if ev.Name == "$pageview" {
+		if ev.Name() == "$pageview" {
 			v.pageview++
 		}
-		if v.touchEv == nil && ev.Origin != "" {
+		if v.touchEv == nil && ev.origin != 0 {
 			v.touchEv = ev
 		}
 	}
@@ -245,15 +345,18 @@ func (e *Engine) fill(v *visit, evs []*event) {
 	if v.consented {
 		// A consentless visit keeps only its first page: no exit page.
 		for i := len(evs) - 1; i >= 0; i-- {
-			if evs[i].Name == "$pageview" && evs[i].Path != "" {
-				v.exit = evs[i].Path
+			if evs[i].path != 0 && evs[i].Name() == "$pageview" {
+				v.exit = e.in.get(evs[i].Path())
 				break
 			}
 		}
 	}
 	te := v.touchEv
-	rh, rp := te.RefHostPath()
-	v.touch = e.cfg.Classifier.Classify(channels.Input{PageHost: te.Host, PageQuery: te.Query, RefHost: rh, RefPath: rp})
+	rh, rp := splitURL(te.Referrer())
+	t := e.cfg.Classifier.Classify(channels.Input{PageHost: te.Host(), PageQuery: te.Query(), RefHost: rh, RefPath: rp})
+	v.touch = e.touchOf(t)
+	// The landing page outlives the day's arena (in person summaries).
+	v.landing = e.in.get(te.Path())
 }
 
 // recluster recomputes the visits by inactivity of unit n and marks what
@@ -297,11 +400,11 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 				e.dirtyVisitDays[e.DayOf(o.start)] = true
 				e.dirtyVisitDays[e.DayOf(v.start)] = true
 			}
-			if o.touch != v.touch || o.start != v.start || !slices.Equal(o.parts, v.parts) {
+			if !sameTouch(o.touch, v.touch) || o.start != v.start || !slices.Equal(o.parts, v.parts) {
 				e.markParts(o)
 				e.markParts(v)
 			}
-			if o.touch != v.touch || o.start != v.start {
+			if !sameTouch(o.touch, v.touch) || o.start != v.start {
 				e.markEventDays(min(o.start, v.start), max(o.end, v.end))
 			}
 			continue
@@ -324,16 +427,13 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 // linkParts records a visit with the parts that have events in it.
 func (e *Engine) linkParts(v *visit) {
 	for _, p := range v.parts {
-		if p.partVisits == nil {
-			p.partVisits = map[*visit]struct{}{}
-		}
-		p.partVisits[v] = struct{}{}
+		p.partVisits.add(v)
 	}
 }
 
 func (e *Engine) unlinkParts(v *visit) {
 	for _, p := range v.parts {
-		delete(p.partVisits, v)
+		p.partVisits.remove(v)
 	}
 }
 
@@ -352,9 +452,6 @@ func (e *Engine) resession(v *visit) {
 			e.unlinkParts(v)
 			e.markParts(v)
 			e.dirtyVisitDays[e.DayOf(v.start)] = true
-		}
-		if v.owner != nil {
-			delete(v.owner.owned, v)
 		}
 		delete(e.sessions, v.id)
 		return
@@ -385,18 +482,7 @@ func (e *Engine) resession(v *visit) {
 			}
 		}
 	}
-	if owner != v.owner {
-		if v.owner != nil {
-			delete(v.owner.owned, v)
-		}
-		v.owner = owner
-		if owner != nil {
-			if owner.owned == nil {
-				owner.owned = map[*visit]struct{}{}
-			}
-			owner.owned[v] = struct{}{}
-		}
-	}
+	v.owner = owner
 	e.indexVisit(v)
 	e.linkParts(v)
 	switch {
@@ -409,11 +495,11 @@ func (e *Engine) resession(v *visit) {
 		e.dirtyVisitDays[e.DayOf(old.start)] = true
 		e.dirtyVisitDays[e.DayOf(v.start)] = true
 	}
-	if old.touch != v.touch || old.start != v.start || !slices.Equal(old.parts, v.parts) {
+	if !sameTouch(old.touch, v.touch) || old.start != v.start || !slices.Equal(old.parts, v.parts) {
 		e.markParts(&old)
 		e.markParts(v)
 	}
-	if old.touch != v.touch || old.start != v.start {
+	if !sameTouch(old.touch, v.touch) || old.start != v.start {
 		e.markEventDays(min(old.start, v.start), max(old.end, v.end))
 	}
 }
