@@ -50,6 +50,9 @@ type mfProc struct {
 	out                       *syncBuffer
 	done                      chan struct{}
 	exitErr                   error
+	// only, when set, lists the base URLs that must answer /healthz (a
+	// role run apart listens on some of the three only).
+	only []string
 }
 
 // syncBuffer collects a process's output for failure messages.
@@ -105,7 +108,11 @@ func startMF(t testing.TB, data string, command string, extra ...string) *mfProc
 func (p *mfProc) waitHealthy(within time.Duration) {
 	p.t.Helper()
 	deadline := time.Now().Add(within)
-	for _, base := range []string{p.ingest, p.api, p.admin} {
+	bases := []string{p.ingest, p.api, p.admin}
+	if p.only != nil {
+		bases = p.only
+	}
+	for _, base := range bases {
 		for {
 			select {
 			case <-p.done:
