@@ -159,7 +159,11 @@ func (p *mfProc) stop(within time.Duration) int {
 		p.kill()
 		p.t.Fatalf("mf did not exit within %v of SIGTERM; output:\n%s", within, p.out)
 	}
-	return p.cmd.ProcessState.ExitCode()
+	code := p.cmd.ProcessState.ExitCode()
+	if code != 0 {
+		p.t.Logf("mf exited %d on SIGTERM; the end of its output:\n%s", code, tail(p.out.String(), 6000))
+	}
+	return code
 }
 
 // do sends one HTTP request and returns status, headers and body.
@@ -258,4 +262,16 @@ func waitFor(t testing.TB, within time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// tail returns the last n bytes of s, cut at a line start.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }
