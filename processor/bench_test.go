@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/records"
 )
 
@@ -367,6 +368,8 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		b.StartTimer()
 		start := time.Now()
 		cpu0 := cpuTime()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		b.SetBytes(0)
 		r := e.start(func(cfg *Config) {
 			cfg.FlushInterval = 500 * time.Millisecond
@@ -397,6 +400,7 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		close(stopWatch)
 		handled := <-handledIn
 		cpu := cpuTime() - cpu0
+		runtime.ReadMemStats(&ms1)
 		b.StopTimer()
 		st := r.p.Stats()
 		r.stop(b)
@@ -419,6 +423,7 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		b.ReportMetric(float64(n)/took.Seconds(), "events/s")
 		b.ReportMetric(float64(n)/cpu.Seconds(), "events/cpu-s")
 		b.ReportMetric(float64(batches)/took.Seconds(), "batches/s")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "alloc-B/event")
 		b.ReportMetric(float64(perTable[TableEvents])/float64(pageviews), "archive-B/pageview")
 		b.ReportMetric(float64(stored)/float64(pageviews), "total-B/pageview")
 
@@ -480,5 +485,58 @@ func BenchmarkFreshness(b *testing.B) {
 		b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
 		b.Logf("%d batches: p50 %v, p99 %v, max %v", len(lat), p50, p99, lat[len(lat)-1])
+	}
+}
+
+// BenchmarkEncode times what a commit does with the changes of one Flush
+// of 200,000 events of typical traffic (everything new: every visit and
+// person is written): building each table's Arrow records and writing
+// them as Parquet files to a local object store, per table. It reports
+// µs per event of the input and the bytes written.
+//
+//	go test ./processor -run '^$' -bench BenchmarkEncode -benchtime 5x
+func BenchmarkEncode(b *testing.B) {
+	c := benchCase(b)
+	tr := newTraffic(c.project.ID, 1)
+	bs, _ := tr.batches(200_000)
+	n := 0
+	e := c.engine(b)
+	for _, x := range bs {
+		n += len(x.Events)
+		e.AddBatch(x)
+	}
+	ch := e.Flush()
+	bk, err := storage.Open(context.Background(), storage.Config{Dir: b.TempDir()}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := rollups.NewStore(bk, rollups.DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	parts := recordsOf(st.Allocator(), ch, nil, "EUR")
+	tables := Tables()
+	for _, name := range []string{TableEvents, TableVisits, TableConversions, TablePeople, TableIdentities, TableMembers} {
+		b.Run(name, func(b *testing.B) {
+			var written int64
+			b.ReportAllocs()
+			for b.Loop() {
+				written = 0
+				for _, p := range parts {
+					if p.table != name || p.build == nil {
+						continue
+					}
+					rec := p.build()
+					f, err := st.Write(context.Background(), c.project.ID, tables[name], p.partition, rec)
+					rec.Release()
+					if err != nil {
+						b.Fatal(err)
+					}
+					written += f.Bytes
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/event")
+			b.ReportMetric(float64(written)/float64(n), "B/event")
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
@@ -23,8 +24,9 @@ type partitionRows struct {
 	add       bool
 }
 
-// batchOf turns the changes of a Flush into records, one per partition.
-func recordsOf(ch *facts.Changes, segs []segmentBuild, reporting string) []partitionRows {
+// recordsOf turns the changes of a Flush into records, one per partition,
+// built on alloc.
+func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, reporting string) []partitionRows {
 	var out []partitionRows
 	add := func(table, part string, n int, build func() arrow.Record) {
 		pr := partitionRows{table: table, partition: part}
@@ -38,35 +40,35 @@ func recordsOf(ch *facts.Changes, segs []segmentBuild, reporting string) []parti
 		if ch.EventAppend[d] {
 			if len(rows) > 0 {
 				out = append(out, partitionRows{table: TableEvents, partition: facts.DayName(d), add: true,
-					build: func() arrow.Record { return eventsRecord(rows) }})
+					build: func() arrow.Record { return eventsRecord(alloc, rows) }})
 			}
 			if len(conv) > 0 {
 				out = append(out, partitionRows{table: TableConversions, partition: facts.DayName(d), add: true,
-					build: func() arrow.Record { return conversionsRecord(conv) }})
+					build: func() arrow.Record { return conversionsRecord(alloc, conv) }})
 			}
 			continue
 		}
-		add(TableEvents, facts.DayName(d), len(rows), func() arrow.Record { return eventsRecord(rows) })
-		add(TableConversions, facts.DayName(d), len(conv), func() arrow.Record { return conversionsRecord(conv) })
+		add(TableEvents, facts.DayName(d), len(rows), func() arrow.Record { return eventsRecord(alloc, rows) })
+		add(TableConversions, facts.DayName(d), len(conv), func() arrow.Record { return conversionsRecord(alloc, conv) })
 	}
 	for _, d := range sortedKeys(ch.VisitDays) {
 		rows := ch.VisitDays[d]
-		add(TableVisits, facts.DayName(d), len(rows), func() arrow.Record { return visitsRecord(rows) })
+		add(TableVisits, facts.DayName(d), len(rows), func() arrow.Record { return visitsRecord(alloc, rows) })
 	}
 	for _, b := range sortedKeys(ch.People) {
 		rows := ch.People[b]
-		add(TablePeople, facts.BucketName(b), len(rows), func() arrow.Record { return peopleRecord(rows, reporting) })
+		add(TablePeople, facts.BucketName(b), len(rows), func() arrow.Record { return peopleRecord(alloc, rows, reporting) })
 	}
 	for _, b := range sortedKeys(ch.Identities) {
 		rows := ch.Identities[b]
-		add(TableIdentities, facts.BucketName(b), len(rows), func() arrow.Record { return identitiesRecord(rows) })
+		add(TableIdentities, facts.BucketName(b), len(rows), func() arrow.Record { return identitiesRecord(alloc, rows) })
 	}
 	for _, b := range sortedKeys(ch.Members) {
 		rows := ch.Members[b]
-		add(TableMembers, facts.BucketName(b), len(rows), func() arrow.Record { return membersRecord(rows) })
+		add(TableMembers, facts.BucketName(b), len(rows), func() arrow.Record { return membersRecord(alloc, rows) })
 	}
 	if segs != nil {
-		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(segs) })
+		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(alloc, segs) })
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/processor/internal/facts"
@@ -355,7 +356,10 @@ func sortRows(dump string) string {
 // engineDump is what tableDump should read for an engine's facts.
 func engineDump(t testing.TB, eng *facts.Engine, reporting string) string {
 	t.Helper()
-	parts := recordsOf(eng.All(), nil, reporting)
+	// Built on a pool, checked: every buffer a record takes is given back.
+	alloc := memory.NewCheckedAllocator(rollups.NewBufferPool(64 << 20))
+	defer alloc.AssertSize(t, 0)
+	parts := recordsOf(alloc, eng.All(), nil, reporting)
 	byTable := map[string][]partitionRows{}
 	for _, p := range parts {
 		if p.build != nil {

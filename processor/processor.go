@@ -652,7 +652,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 		defer func() { <-p.sem }()
 		// The rows of ch are shared with the engine but never modified by
 		// it: they can be encoded while the engine goes on.
-		parts := recordsOf(ch, segs, reporting)
+		parts := recordsOf(p.deps.Store.Allocator(), ch, segs, reporting)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 		defer cancel()
 		m, n, err := commit(cctx, p.deps.Store, p.cfg.Tables, ps.id, rollups.Live(ps.id), parts, p.cfg.Checkpoint, cp.String(),

@@ -187,7 +187,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 	now := time.Now().UnixMilli()
 	ps := &project{id: opts.Project, engine: e}
 	segs := segmentBuilds(deps.Catalog.State(), ps, now)
-	parts := recordsOf(all, segs, ecfg.ReportingCurrency)
+	parts := recordsOf(deps.Store.Allocator(), all, segs, ecfg.ReportingCurrency)
 	if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, parts, cfg.Checkpoint, cp.String(),
 		func(*rollups.Manifest) error { return nil }); err != nil {
 		abort()
@@ -258,7 +258,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		cp.Seq, cp.Received = max(cp.Seq, lcp.Seq), max(cp.Received, lcp.Received)
 		ch := e.Flush()
 		segs := segmentBuilds(deps.Catalog.State(), ps, time.Now().UnixMilli())
-		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(ch, segs, ecfg.ReportingCurrency),
+		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(deps.Store.Allocator(), ch, segs, ecfg.ReportingCurrency),
 			cfg.Checkpoint, cp.String(), func(*rollups.Manifest) error { return nil }); err != nil {
 			abort()
 			return st, err

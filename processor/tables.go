@@ -225,8 +225,8 @@ type builder struct {
 
 // buildRecord builds a record of schema s from n rows that fill appends,
 // row by row.
-func buildRecord(s *arrow.Schema, n int, fill func(b *builder)) arrow.Record {
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, s)
+func buildRecord(alloc memory.Allocator, s *arrow.Schema, n int, fill func(b *builder)) arrow.Record {
+	rb := array.NewRecordBuilder(alloc, s)
 	rb.Reserve(n)
 	b := &builder{rb: rb, measure: true, sizes: make([]int, s.NumFields())}
 	fill(b)
@@ -356,8 +356,8 @@ func (b *builder) record() arrow.Record {
 	return r
 }
 
-func eventsRecord(rows []facts.EventRow) arrow.Record {
-	return buildRecord(eventsSchema, len(rows), func(b *builder) {
+func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
+	return buildRecord(alloc, eventsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			c := r.Client
@@ -400,8 +400,8 @@ func eventsRecord(rows []facts.EventRow) arrow.Record {
 	})
 }
 
-func visitsRecord(rows []facts.VisitRow) arrow.Record {
-	return buildRecord(visitsSchema, len(rows), func(b *builder) {
+func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow) arrow.Record {
+	return buildRecord(alloc, visitsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			c := r.Client
@@ -447,8 +447,8 @@ func visitsRecord(rows []facts.VisitRow) arrow.Record {
 	})
 }
 
-func conversionsRecord(rows []facts.ConversionRow) arrow.Record {
-	return buildRecord(conversionsSchema, len(rows), func(b *builder) {
+func conversionsRecord(alloc memory.Allocator, rows []facts.ConversionRow) arrow.Record {
+	return buildRecord(alloc, conversionsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			b.row()
@@ -510,8 +510,8 @@ func (b *builder) touch(t facts.Touch) {
 	b.str(t.AdPlatform)
 }
 
-func peopleRecord(rows []*facts.PersonRow, reporting string) arrow.Record {
-	return buildRecord(peopleSchema, len(rows), func(b *builder) {
+func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting string) arrow.Record {
+	return buildRecord(alloc, peopleSchema, len(rows), func(b *builder) {
 		for _, r := range rows {
 			b.row()
 			b.uuidReq(r.Ref)
@@ -555,8 +555,8 @@ func peopleRecord(rows []*facts.PersonRow, reporting string) arrow.Record {
 	})
 }
 
-func identitiesRecord(rows []facts.IdentityRow) arrow.Record {
-	return buildRecord(identitiesSchema, len(rows), func(b *builder) {
+func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow) arrow.Record {
+	return buildRecord(alloc, identitiesSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			b.row()
@@ -568,8 +568,8 @@ func identitiesRecord(rows []facts.IdentityRow) arrow.Record {
 	})
 }
 
-func membersRecord(rows []facts.MemberRow) arrow.Record {
-	return buildRecord(membersSchema, len(rows), func(b *builder) {
+func membersRecord(alloc memory.Allocator, rows []facts.MemberRow) arrow.Record {
+	return buildRecord(alloc, membersSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			b.row()
 			b.strReq(rows[i].Segment)
@@ -585,8 +585,8 @@ type segmentBuild struct {
 	Members int64
 }
 
-func segmentsRecord(rows []segmentBuild) arrow.Record {
-	return buildRecord(segmentsSchema, len(rows), func(b *builder) {
+func segmentsRecord(alloc memory.Allocator, rows []segmentBuild) arrow.Record {
+	return buildRecord(alloc, segmentsSchema, len(rows), func(b *builder) {
 		for _, r := range rows {
 			b.row()
 			b.strReq(r.Ref)

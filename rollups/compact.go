@@ -201,7 +201,7 @@ func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, part
 	if err != nil {
 		return nil, err
 	}
-	merged, err := takeRecord(memory.DefaultAllocator, def.Schema, recs, order)
+	merged, err := takeRecord(s.pool, def.Schema, recs, order)
 	if err != nil {
 		return nil, err
 	}

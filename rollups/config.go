@@ -49,6 +49,9 @@ type Config struct {
 	// settled, and all of its files under CompactTargetBytes are merged
 	// into as few as possible, even fewer than CompactMinFiles.
 	CompactQuietAfter time.Duration
+	// PoolBytes is how many bytes of freed Arrow buffers the Store keeps
+	// for the records it writes next (BufferPool); 0 keeps none.
+	PoolBytes int64
 }
 
 // DefaultConfig returns the defaults: prefix "rollups", row groups of
@@ -66,6 +69,7 @@ func DefaultConfig() Config {
 		CompactMinFiles:    8,
 		CompactTargetBytes: 128 << 20,
 		CompactQuietAfter:  time.Hour,
+		PoolBytes:          256 << 20,
 	}
 }
 
@@ -95,6 +99,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompactTargetBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("CompactTargetBytes is %d; use at least 1 MiB", c.CompactTargetBytes))
+	}
+	if c.PoolBytes < 0 {
+		errs = append(errs, fmt.Errorf("PoolBytes is %d; use 0 or more", c.PoolBytes))
 	}
 	if c.CompactQuietAfter <= 0 {
 		errs = append(errs, fmt.Errorf("CompactQuietAfter is %v; use a positive duration", c.CompactQuietAfter))

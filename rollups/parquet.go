@@ -26,7 +26,7 @@ const createdBy = "mf rollups (parquet-go 17)"
 // dictionary encoding except for NoDictionary columns (delta encoding for
 // their integers and timestamps), row groups of at most rowGroupRows
 // rows, statistics on.
-func writerProperties(t *Table, rowGroupRows int64) *parquet.WriterProperties {
+func writerProperties(t *Table, rowGroupRows int64, alloc memory.Allocator) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(compress.DefaultCompressionLevel),
@@ -34,7 +34,7 @@ func writerProperties(t *Table, rowGroupRows int64) *parquet.WriterProperties {
 		parquet.WithDictionaryDefault(true),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy(createdBy),
-		parquet.WithAllocator(memory.DefaultAllocator),
+		parquet.WithAllocator(alloc),
 	}
 	for _, name := range t.NoDictionary {
 		opts = append(opts, parquet.WithDictionaryFor(name, false))
@@ -50,13 +50,14 @@ func writerProperties(t *Table, rowGroupRows int64) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(opts...)
 }
 
-// encodeParquet writes rec (rows already in order) as a Parquet file.
-func encodeParquet(t *Table, rec arrow.Record, rowGroupRows int64) ([]byte, int, error) {
+// encodeParquet writes rec (rows already in order) as a Parquet file; the
+// encoder's buffers come from alloc.
+func encodeParquet(t *Table, rec arrow.Record, rowGroupRows int64, alloc memory.Allocator) ([]byte, int, error) {
 	var buf bytes.Buffer
 	// Encoded and compressed, rows take a fraction of their Arrow size:
 	// start there rather than doubling up from nothing.
 	buf.Grow(int(min(recordBytes(rec)/4, 256<<20)))
-	fw, err := pqarrow.NewFileWriter(t.Schema, &buf, writerProperties(t, rowGroupRows),
+	fw, err := pqarrow.NewFileWriter(t.Schema, &buf, writerProperties(t, rowGroupRows, alloc),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot start Parquet file of table %q: %w", t.Name, err)

@@ -59,6 +59,7 @@ type Store struct {
 	logger *slog.Logger
 	layout layout
 	now    func() time.Time
+	pool   *BufferPool
 
 	mu sync.Mutex
 	// known caches the last manifest seen of each target with its ETag, so
@@ -89,8 +90,15 @@ func NewStore(bucket storage.Bucket, cfg Config, logger *slog.Logger) (*Store, e
 		layout: layout{prefix: cfg.Prefix},
 		now:    time.Now,
 		known:  map[Target]knownManifest{},
+		pool:   NewBufferPool(cfg.PoolBytes),
 	}, nil
 }
+
+// Allocator is where a writer should build the records it passes to
+// Write: the Store's BufferPool, whose buffers Write's sorting and
+// encoding reuse. Records built on it are released after writing, not
+// kept.
+func (s *Store) Allocator() memory.Allocator { return s.pool }
 
 // Write stores rows of table t for project as one new Parquet data file
 // in partition, and returns its description for a commit's Change.Add.
@@ -126,7 +134,7 @@ func (s *Store) Write(ctx context.Context, project string, t *Table, partition s
 		rec = recs[0]
 		rec.Retain()
 	} else {
-		rec, err = takeRecord(memory.DefaultAllocator, t.Schema, recs, order)
+		rec, err = takeRecord(s.pool, t.Schema, recs, order)
 		if err != nil {
 			return DataFile{}, fmt.Errorf("cannot arrange rows of table %q: %w", t.Name, err)
 		}
@@ -137,7 +145,7 @@ func (s *Store) Write(ctx context.Context, project string, t *Table, partition s
 
 // writeRecord encodes rec (sorted) and stores it under a new name.
 func (s *Store) writeRecord(ctx context.Context, project string, t *Table, partition string, rec arrow.Record) (DataFile, error) {
-	data, groups, err := encodeParquet(t, rec, s.cfg.RowGroupRows)
+	data, groups, err := encodeParquet(t, rec, s.cfg.RowGroupRows, s.pool)
 	if err != nil {
 		return DataFile{}, err
 	}
