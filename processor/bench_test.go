@@ -291,7 +291,7 @@ func BenchmarkEngineMemory(b *testing.B) {
 }
 
 // benchCase is the goals golden case's project (actions and segments).
-func benchCase(b *testing.B) *goldenCase {
+func benchCase(b testing.TB) *goldenCase {
 	for _, c := range loadGoldenCases(b) {
 		if c.name == "goals" {
 			return c
@@ -424,6 +424,7 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		b.ReportMetric(float64(n)/cpu.Seconds(), "events/cpu-s")
 		b.ReportMetric(float64(batches)/took.Seconds(), "batches/s")
 		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "alloc-B/event")
+		b.ReportMetric(float64(ms1.Sys)/(1<<20), "sys-MiB")
 		b.ReportMetric(float64(perTable[TableEvents])/float64(pageviews), "archive-B/pageview")
 		b.ReportMetric(float64(stored)/float64(pageviews), "total-B/pageview")
 

@@ -45,8 +45,8 @@ type Config struct {
 	// times the duration of its last commit (at least the interval):
 	// commits rewrite whole partitions, and under load this bounds the
 	// share of time they take. At the head of the log the wait is at most
-	// the last commit's duration, so that the end of a backlog is
-	// committed without waiting for a multiple of a slow commit.
+	// FlushInterval, and none after a commit made in a backlog, so that
+	// the end of a backlog is committed at once.
 	CommitPace float64
 	// MaxPendingEvents commits a project as soon as this many events wait,
 	// whatever the interval.

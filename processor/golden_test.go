@@ -107,6 +107,12 @@ func readBatches(t testing.TB, path string) []*records.Batch {
 
 func (c *goldenCase) engine(t testing.TB) *facts.Engine {
 	t.Helper()
+	return c.engineWith(t, 0)
+}
+
+// engineWith is engine with Config.BuildWorkers set to workers.
+func (c *goldenCase) engineWith(t testing.TB, workers int) *facts.Engine {
+	t.Helper()
 	loc, err := time.LoadLocation(c.project.Timezone)
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +129,7 @@ func (c *goldenCase) engine(t testing.TB) *facts.Engine {
 		Segments:          c.project.Segments,
 		Classifier:        cl,
 		VisitTimeout:      30 * time.Minute,
+		BuildWorkers:      workers,
 	})
 	if err != nil {
 		t.Fatal(err)

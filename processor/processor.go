@@ -136,7 +136,11 @@ type project struct {
 	// (Config.CommitPace).
 	lastDone time.Time
 	lastTook time.Duration
-	failures int
+	// lastBacklog: the last commit started in a backlog. Its duration
+	// (long, and taken while sharing the CPU with the backlog) sets no
+	// pace at the head of the log.
+	lastBacklog bool
+	failures    int
 
 	compactedAt, collectedAt time.Time
 	maintaining              atomic.Bool // a compaction runs
@@ -583,7 +587,7 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		if ps.flushing || !ps.pending && !ps.engine.Dirty() {
 			continue
 		}
-		if !all && (now.Before(ps.retryAt) || now.Before(ps.lastDone.Add(p.pace(ps.lastTook)))) {
+		if !all && (now.Before(ps.retryAt) || now.Before(ps.lastDone.Add(p.pace(ps.lastTook, ps.lastBacklog)))) {
 			continue
 		}
 		due := all || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
@@ -597,13 +601,16 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 // pace returns how long after a commit that took took the next one of
 // the project may start: CommitPace times as long in a backlog, so that
 // commits (which rewrite the partitions they touch) take a bounded share
-// of the time; at most as long at the head of the log, where freshness
-// matters and a backlog that just ended must not wait for a multiple of
-// a slow commit.
-func (p *Processor) pace(took time.Duration) time.Duration {
+// of the time; at the head of the log, where freshness matters, at most
+// FlushInterval, and not at all after a commit started in a backlog
+// (inBacklog), so that the end of a backlog is committed at once.
+func (p *Processor) pace(took time.Duration, inBacklog bool) time.Duration {
+	if !p.backlog && inBacklog {
+		return 0
+	}
 	d := time.Duration(p.cfg.CommitPace * float64(took))
 	if !p.backlog {
-		d = min(d, took)
+		d = min(d, p.cfg.FlushInterval)
 	}
 	return d
 }
@@ -618,6 +625,9 @@ type commitResult struct {
 	err      error
 	builtAt  int64
 	took     time.Duration
+	backlog  bool // started in a backlog
+	// flushTook is how long the engine's Flush took (on the Run goroutine).
+	flushTook time.Duration
 }
 
 // startCommit takes the changes of a project and commits them in the
@@ -628,7 +638,10 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
 		}
 	}
+	flushStart := time.Now()
 	ch := ps.engine.Flush()
+	flushTook := time.Since(flushStart)
+	backlog := p.backlog
 	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
 	if ch.Empty() && cp == ps.committed {
 		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
@@ -664,7 +677,8 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 				return nil
 			})
 		select {
-		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started)}:
+		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started),
+			flushTook: flushTook, backlog: backlog}:
 		case <-p.stopped:
 		}
 	}()
@@ -701,7 +715,8 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 	case r.err == nil:
 		p.stats.commits.Add(1)
 		p.stats.bytes.Add(r.bytes)
-		p.logger.Debug("committed", "project", ps.id, "seq", r.cp.Seq, "bytes", r.bytes, "took", r.took.Round(time.Millisecond))
+		p.logger.Debug("committed", "project", ps.id, "seq", r.cp.Seq, "bytes", r.bytes, "took", r.took.Round(time.Millisecond),
+			"flush", r.flushTook.Round(time.Millisecond), "backlog", r.backlog)
 		ps.committed = r.cp
 		ps.committedRaw = r.cp.String()
 		ps.generation = r.manifest.Generation
@@ -710,7 +725,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		// Commits rewrite whole partitions: under load, let a commit's cost
 		// set the pace so that commits take a bounded share of the time
 		// (flushDue, pace).
-		ps.lastDone, ps.lastTook = time.Now(), r.took
+		ps.lastDone, ps.lastTook, ps.lastBacklog = time.Now(), r.took, r.backlog
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
 		}

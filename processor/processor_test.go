@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -301,4 +302,36 @@ func partitionList(dump string) []string {
 		}
 	}
 	return out
+}
+
+// A Flush builds its partitions' rows on several goroutines: the rows are
+// those built on one, flush after flush (run with -race, this also
+// checks that the builders only read the engine).
+func TestFlushBuildsInParallelAsSerially(t *testing.T) {
+	c := benchCase(t)
+	bs, _ := newTraffic(c.project.ID, 7).batches(30_000)
+	serial, parallel := c.engineWith(t, 1), c.engineWith(t, 4)
+	flushes := 0
+	check := func() {
+		t.Helper()
+		a, b := serial.Flush(), parallel.Flush()
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("flush %d: the rows built in parallel differ from those built serially", flushes)
+		}
+		if a.Empty() {
+			t.Fatalf("flush %d is empty", flushes)
+		}
+		flushes++
+	}
+	for i, x := range bs {
+		serial.AddBatch(x)
+		parallel.AddBatch(x)
+		if i%3000 == 2999 {
+			check()
+		}
+	}
+	check()
+	if a, b := serial.All(), parallel.All(); !reflect.DeepEqual(a, b) {
+		t.Fatal("All differs between serial and parallel builds")
+	}
 }

@@ -40,6 +40,9 @@ type Config struct {
 	// VisitTimeout ends a visit without sessionId after this much
 	// inactivity (30 minutes).
 	VisitTimeout time.Duration
+	// BuildWorkers is how many goroutines a Flush builds the rows of its
+	// partitions on; 0 means GOMAXPROCS, 1 builds them on the caller's.
+	BuildWorkers int
 }
 
 // Validate reports what in c is unusable.
@@ -55,6 +58,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("facts config: VisitTimeout %v must be positive (30m)", c.VisitTimeout)
 	case len(c.ReportingCurrency) != 3:
 		return fmt.Errorf("facts config: ReportingCurrency %q must be a three-letter code", c.ReportingCurrency)
+	case c.BuildWorkers < 0:
+		return fmt.Errorf("facts config: BuildWorkers %d must be 0 (GOMAXPROCS) or more", c.BuildWorkers)
 	}
 	return nil
 }

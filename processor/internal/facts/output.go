@@ -2,8 +2,12 @@ package facts
 
 import (
 	"cmp"
+	"encoding/binary"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/storage/records"
@@ -387,40 +391,105 @@ func (e *Engine) build(all bool) *Changes {
 		}
 		return out
 	}
+	// Each partition's rows are one task: tasks only read the engine
+	// (and sort their own day's events), so they run in parallel, and
+	// their results are put in ch in order afterwards.
+	var tasks []func()
+	var mu sync.Mutex
 	dayKeys := make([]int32, 0, len(e.days))
 	for d := range e.days {
 		dayKeys = append(dayKeys, d)
 	}
 	for _, d := range pick(e.dirtyEventDays, dayKeys) {
 		dd := e.days[d]
-		if !all && dd != nil && !dd.rewrite {
-			ch.EventAppend[d] = true
-			ch.EventDays[d] = e.rowsOf(dd.fresh, true)
-			ch.ConversionDays[d] = e.conversionsOf(dd.fresh)
-			continue
-		}
-		ch.EventDays[d] = e.eventRows(d)
-		ch.ConversionDays[d] = e.conversionRows(d)
+		appendOnly := !all && dd != nil && !dd.rewrite
+		tasks = append(tasks, func() {
+			var rows []EventRow
+			var conv []ConversionRow
+			if appendOnly {
+				rows, conv = e.rowsOf(dd.fresh, true), e.conversionsOf(dd.fresh)
+			} else {
+				rows, conv = e.eventRows(d), e.conversionRows(d)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if appendOnly {
+				ch.EventAppend[d] = true
+			}
+			ch.EventDays[d], ch.ConversionDays[d] = rows, conv
+		})
 	}
 	visitKeys := make([]int32, 0, len(e.visitsByDay))
 	for d := range e.visitsByDay {
 		visitKeys = append(visitKeys, d)
 	}
 	for _, d := range pick(e.dirtyVisitDays, visitKeys) {
-		ch.VisitDays[d] = e.visitRows(d)
+		tasks = append(tasks, func() {
+			rows := e.visitRows(d)
+			mu.Lock()
+			defer mu.Unlock()
+			ch.VisitDays[d] = rows
+		})
 	}
 	for b := range Buckets {
 		if all || e.dirtyPeopleBuckets[b] {
-			ch.People[b] = e.personRows(b)
+			tasks = append(tasks, func() {
+				rows := e.personRows(b)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.People[b] = rows
+			})
 		}
 		if all || e.dirtyIdentityBuckets[b] {
-			ch.Identities[b] = e.identityRows(b)
+			tasks = append(tasks, func() {
+				rows := e.identityRows(b)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.Identities[b] = rows
+			})
 		}
 		if all || e.dirtyMemberBuckets[b] {
-			ch.Members[b] = e.memberRows(b)
+			tasks = append(tasks, func() {
+				rows := e.memberRows(b)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.Members[b] = rows
+			})
 		}
 	}
+	runParallel(tasks, e.cfg.BuildWorkers)
 	return ch
+}
+
+// runParallel runs the tasks on up to workers goroutines (GOMAXPROCS
+// when workers is 0), and returns when all are done.
+func runParallel(tasks []func(), workers int) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(tasks))
+	if workers <= 1 {
+		for _, t := range tasks {
+			t()
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(tasks) {
+					return
+				}
+				tasks[i]()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (e *Engine) eventRows(dn int32) []EventRow {
@@ -437,18 +506,7 @@ func (e *Engine) rowsOf(events []*event, copy bool) []EventRow {
 	if copy {
 		events = slices.Clone(events)
 	}
-	// Keeping a day's events in table order, later flushes sort an almost
-	// sorted slice.
-	slices.SortFunc(events, func(a, b *event) int {
-		var ua, ub Ref
-		if a.unit != nil {
-			ua = a.unit.ref
-		}
-		if b.unit != nil {
-			ub = b.unit.ref
-		}
-		return cmp.Or(slices.Compare(ua[:], ub[:]), cmp.Compare(a.Time, b.Time), slices.Compare(a.ID[:], b.ID[:]))
-	})
+	sortEvents(events)
 	rows := make([]EventRow, len(events))
 	evs := make([]Event, len(events))
 	for i, ev := range events {
@@ -573,4 +631,60 @@ func (e *Engine) memberRows(b int) []MemberRow {
 		return cmp.Or(strings.Compare(a.Segment, b.Segment), slices.Compare(a.Person[:], b.Person[:]))
 	})
 	return rows
+}
+
+// eventKey is an event's place in table order, copied out of the event
+// so that sorting compares contiguous keys instead of following pointers.
+type eventKey struct {
+	unit Ref
+	id   Ref
+	time int64
+	ev   *event
+}
+
+// sortEvents puts events in table order (unit, time, id). Keeping a
+// day's events in that order, later flushes sort an almost sorted slice.
+func sortEvents(events []*event) {
+	if len(events) < 2 {
+		return
+	}
+	keys := make([]eventKey, len(events))
+	sorted := true
+	for i, ev := range events {
+		k := &keys[i]
+		if ev.unit != nil {
+			k.unit = ev.unit.ref
+		}
+		k.id, k.time, k.ev = ev.ID, ev.Time, ev
+		if sorted && i > 0 && compareEventKeys(&keys[i-1], k) > 0 {
+			sorted = false
+		}
+	}
+	if sorted {
+		return
+	}
+	slices.SortFunc(keys, func(a, b eventKey) int { return compareEventKeys(&a, &b) })
+	for i := range keys {
+		events[i] = keys[i].ev
+	}
+}
+
+func compareEventKeys(a, b *eventKey) int {
+	if c := bytesCompare16(&a.unit, &b.unit); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.time, b.time); c != 0 {
+		return c
+	}
+	return bytesCompare16(&a.id, &b.id)
+}
+
+// bytesCompare16 compares two 16-byte refs as big-endian numbers, which
+// is their byte order.
+func bytesCompare16(a, b *Ref) int {
+	ah, bh := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])
+	if ah != bh {
+		return cmp.Compare(ah, bh)
+	}
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
 }
