@@ -152,6 +152,11 @@ func (p *mfProc) kill() {
 // stop sends SIGTERM and returns the exit code.
 func (p *mfProc) stop(within time.Duration) int {
 	p.t.Helper()
+	select {
+	case <-p.done:
+		p.t.Logf("mf had exited before SIGTERM (%v)", p.exitErr)
+	default:
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -35,16 +36,22 @@ func newGatedListener(addr string) (*gatedListener, error) {
 
 func (g *gatedListener) acceptLoop() {
 	defer close(g.done)
+	var backoff time.Duration
 	for {
 		c, err := g.Listener.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if !errors.Is(err, net.ErrClosed) && temporaryAcceptError(err) {
+				// Out of file descriptors or buffers, or a connection
+				// aborted before it was accepted: wait and go on, as
+				// net/http does, instead of ending the listener.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
 				continue
 			}
 			g.err = err
 			return
 		}
+		backoff = 0
 		select {
 		case <-g.opened:
 			select {
@@ -56,6 +63,22 @@ func (g *gatedListener) acceptLoop() {
 			go answerStarting(c)
 		}
 	}
+}
+
+// temporaryAcceptError reports whether an Accept error passes: a
+// timeout, or a lack of resources that closing connections frees.
+func temporaryAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EAGAIN, syscall.EPROTO, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // open hands later connections to the real server.
