@@ -102,6 +102,10 @@ type event struct {
 	props, revenue, currency, actions, valueCur      sref
 
 	HasValue, Purchase bool
+	// out: a row of it was output by a Flush (it may be stored); until
+	// then no stored row shows it, and a visit made of such events only
+	// changes no row.
+	out bool
 }
 
 func (e *event) Name() string          { return e.d.strs.get(e.name) }

@@ -314,6 +314,9 @@ func (e *Engine) RewriteMembers() {
 func (e *Engine) clearOutputs() {
 	for d := range e.dirtyEventDays {
 		if dd := e.days[d]; dd != nil {
+			for _, ev := range dd.fresh {
+				ev.out = true
+			}
 			dd.fresh, dd.rewrite = nil, false
 		}
 	}

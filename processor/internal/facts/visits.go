@@ -412,14 +412,14 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 		e.indexVisit(v)
 		e.linkParts(v)
 		e.dirtyVisitDays[e.DayOf(v.start)] = true
-		e.markEventDays(v.start, v.end)
+		e.markVisitEvents(v)
 		e.markParts(v)
 	}
 	for _, o := range byID {
 		e.unindexVisit(o)
 		e.unlinkParts(o)
 		e.dirtyVisitDays[e.DayOf(o.start)] = true
-		e.markEventDays(o.start, o.end)
+		e.markVisitEvents(o)
 		e.markParts(o)
 	}
 }
@@ -488,7 +488,7 @@ func (e *Engine) resession(v *visit) {
 	switch {
 	case fresh:
 		e.dirtyVisitDays[e.DayOf(v.start)] = true
-		e.markEventDays(v.start, v.end)
+		e.markVisitEvents(v)
 		e.markParts(v)
 		return
 	case !old.same(v):
@@ -532,6 +532,21 @@ func (e *Engine) markEventDays(t0, t1 int64) {
 		if dd := e.days[d]; dd != nil {
 			dd.rewrite = true
 			e.dirtyEventDays[d] = true
+		}
+	}
+}
+
+// markVisitEvents marks the events partitions of a new or vanished
+// visit's days for a full rewrite when a row of one of its events was
+// output before: that row shows another visit (id, channel). A visit whose
+// events were never output changes no stored row: their rows are appended
+// with the visit as it is now. Without this, every Flush with a new visit
+// in it (nearly all of them) rewrote its whole day.
+func (e *Engine) markVisitEvents(v *visit) {
+	for _, ev := range v.eventsOf(e) {
+		if ev.out {
+			e.markEventDays(v.start, v.end)
+			return
 		}
 	}
 }
