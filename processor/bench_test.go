@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -188,11 +190,21 @@ func (t *traffic) batches(n int) ([]*records.Batch, int) {
 
 // cpuTime returns the CPU time the process used so far (user and system).
 func cpuTime() time.Duration {
+	user, sys := cpuTimes()
+	return user + sys
+}
+
+// cpuTimes returns the process's CPU time in user and in kernel mode
+// (page faults of fresh memory, writes, futexes).
+func cpuTimes() (user, sys time.Duration) {
+	ru := rusage()
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+func rusage() syscall.Rusage {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru
 }
 
 func sortPending[T any](s []T, less func(a, b T) bool) {
@@ -366,8 +378,11 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		runtime.GC()
 		b.SetBytes(0)
 		b.StartTimer()
+		stopProfile := profileCPU(b)
 		start := time.Now()
 		cpu0 := cpuTime()
+		_, sys0 := cpuTimes()
+		faults0 := rusage().Minflt
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		b.SetBytes(0)
@@ -400,7 +415,10 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		close(stopWatch)
 		handled := <-handledIn
 		cpu := cpuTime() - cpu0
+		_, sys1 := cpuTimes()
+		faults := rusage().Minflt - faults0
 		runtime.ReadMemStats(&ms1)
+		stopProfile()
 		b.StopTimer()
 		st := r.p.Stats()
 		r.stop(b)
@@ -429,13 +447,54 @@ func benchProcess(b *testing.B, perVisit bool, bulk int) {
 		b.ReportMetric(float64(stored)/float64(pageviews), "total-B/pageview")
 
 		b.Logf("last batch handled after %v, committed after %v", handled.Round(time.Millisecond), took.Round(time.Millisecond))
-		b.Logf("cpu %v (%.1f µs per event, all goroutines of the process: processor, embedded NATS, GC)", cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(n))
+		b.Logf("cpu %v (%.1f µs per event, all goroutines of the process: processor, embedded NATS, GC), %v of it in the kernel; %d page faults", cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(n), (sys1 - sys0).Round(time.Millisecond), faults)
 		b.Logf("%d events (%d pageviews) in %d batches, %v: %.0f events/s; stored %d bytes (%.1f per pageview) %v; written %d bytes in %d commits",
 			n, pageviews, batches, took.Round(time.Millisecond), float64(n)/took.Seconds(), stored,
 			float64(stored)/float64(pageviews), perTable, st.BytesWritten, st.Commits)
 		_ = rollups.Live
 		_ = context.Background
 		b.StartTimer()
+	}
+}
+
+// profileCPU writes a CPU profile of the processing alone (not of the
+// input's generation and publication) to the file MF_BENCH_CPUPROFILE
+// names, when it is set, and allocation profiles before and after it to
+// MF_BENCH_HEAPPROFILE.before and .after (compare them with pprof -base);
+// it returns the function that stops it.
+func profileCPU(b *testing.B) func() {
+	heap := os.Getenv("MF_BENCH_HEAPPROFILE")
+	writeHeap := func(suffix string) {
+		if heap == "" {
+			return
+		}
+		f, err := os.Create(heap + suffix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	writeHeap(".before")
+	path := os.Getenv("MF_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() { writeHeap(".after") }
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		writeHeap(".after")
 	}
 }
 

@@ -32,9 +32,12 @@ func writerProperties(t *Table, rowGroupRows int64, alloc memory.Allocator) *par
 		parquet.WithCompressionLevel(compress.DefaultCompressionLevel),
 		parquet.WithMaxRowGroupLength(rowGroupRows),
 		parquet.WithDictionaryDefault(true),
-		parquet.WithStats(true),
+		parquet.WithStats(false),
 		parquet.WithCreatedBy(createdBy),
 		parquet.WithAllocator(alloc),
+	}
+	for _, name := range t.SortKey[:min(1, len(t.SortKey))] {
+		opts = append(opts, parquet.WithStatsFor(name, true))
 	}
 	for _, name := range t.NoDictionary {
 		opts = append(opts, parquet.WithDictionaryFor(name, false))

@@ -243,7 +243,11 @@ type subscription struct {
 	drained bool
 
 	ackWait time.Duration // the durable consumer's, for in-progress signals
-	lastSeq uint64        // replay: the last stream sequence handed out and done
+	// progress ticks every ackWait/2 while a handed-out message waits for
+	// its outcome (group mode); one ticker for the subscription rather
+	// than one per message. Used by the delivering goroutine only.
+	progress *time.Ticker
+	lastSeq  uint64 // replay: the last stream sequence handed out and done
 
 	// Group mode: messages fetched and not handed out yet, in log order;
 	// queued is signalled when the queue grows.
@@ -358,6 +362,9 @@ func (sub *subscription) run() {
 			break
 		}
 		sub.deliver(jm, logger)
+	}
+	if sub.progress != nil {
+		sub.progress.Stop()
 	}
 	// The subscription ended: the held message was settled or given back
 	// by deliver; give back the queue, including what the iterator hands
@@ -596,9 +603,12 @@ func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 func (sub *subscription) await(wm *message.Message, jm jetstream.Msg) (acked, nacked bool) {
 	var progress <-chan time.Time
 	if !sub.s.cfg.Replay() && sub.ackWait > 0 {
-		t := time.NewTicker(sub.ackWait / 2)
-		defer t.Stop()
-		progress = t.C
+		// The first signal may come sooner than ackWait/2 after the
+		// message was handed out, never later.
+		if sub.progress == nil {
+			sub.progress = time.NewTicker(sub.ackWait / 2)
+		}
+		progress = sub.progress.C
 	}
 	ended := sub.ctx.Done()
 	var grace <-chan time.Time
