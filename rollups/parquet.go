@@ -57,22 +57,25 @@ func writerProperties(t *Table, rowGroupRows int64, alloc memory.Allocator) *par
 // encodeParquet writes rec (rows already in order) as a Parquet file; the
 // encoder's buffers come from alloc.
 func encodeParquet(t *Table, rec arrow.Record, rowGroupRows int64, alloc memory.Allocator) ([]byte, int, error) {
-	return encodeParquetAs(t, rec, rowGroupRows, alloc, true)
+	return encodeParquetAs(t, rec, rowGroupRows, alloc, true, nil)
 }
 
 // encodeParquetAs is encodeParquet with direct dictionaries on or off
-// (writeRowGroups); the files are the same either way.
-func encodeParquetAs(t *Table, rec arrow.Record, rowGroupRows int64, alloc memory.Allocator, direct bool) ([]byte, int, error) {
-	var buf bytes.Buffer
-	// Encoded and compressed, rows take a fraction of their Arrow size:
-	// start there rather than doubling up from nothing.
-	buf.Grow(int(min(recordBytes(rec)/4, 256<<20)))
+// (writeRowGroups; the files are the same either way), writing into out
+// (its capacity; nil: a new buffer).
+func encodeParquetAs(t *Table, rec arrow.Record, rowGroupRows int64, alloc memory.Allocator, direct bool, out []byte) ([]byte, int, error) {
+	buf := bytes.NewBuffer(out[:0])
+	if out == nil {
+		// Encoded and compressed, rows take a fraction of their Arrow
+		// size: start there rather than doubling up from nothing.
+		buf.Grow(int(min(recordBytes(rec)/4, 256<<20)))
+	}
 	props := writerProperties(t, rowGroupRows, alloc)
 	limit := 0
 	if direct {
 		limit = int(props.DictionaryPageSizeLimit())
 	}
-	fw, err := pqarrow.NewFileWriter(t.Schema, &buf, props,
+	fw, err := pqarrow.NewFileWriter(t.Schema, buf, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot start Parquet file of table %q: %w", t.Name, err)

@@ -61,11 +61,11 @@ func dictTestRecord(t *testing.T, n int) (*Table, arrow.Record) {
 func TestDirectDictionariesWriteTheSameFile(t *testing.T) {
 	for _, c := range []struct{ rows, rowGroup int }{{1, 100}, {500, 100}, {60_000, 1 << 20}, {60_000, 25_000}} {
 		tbl, rec := dictTestRecord(t, c.rows)
-		direct, groups, err := encodeParquetAs(tbl, rec, int64(c.rowGroup), memory.DefaultAllocator, true)
+		direct, groups, err := encodeParquetAs(tbl, rec, int64(c.rowGroup), memory.DefaultAllocator, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dense, groups2, err := encodeParquetAs(tbl, rec, int64(c.rowGroup), memory.DefaultAllocator, false)
+		dense, groups2, err := encodeParquetAs(tbl, rec, int64(c.rowGroup), memory.DefaultAllocator, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

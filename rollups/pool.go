@@ -86,6 +86,32 @@ func (p *BufferPool) alloc(size int) []byte {
 	return alignedBytes(size, 1<<c)
 }
 
+// take returns an empty buffer of capacity at least n that is not zeroed,
+// for output written from its start (the Parquet encoder's file); give it
+// back with Free. nil for n <= 0.
+func (p *BufferPool) take(n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	c := poolClass(n)
+	if c > poolMaxClass {
+		return make([]byte, 0, n)
+	}
+	p.mu.Lock()
+	p.stats.Allocations++
+	if k := len(p.free[c]); k > 0 {
+		b := p.free[c][k-1]
+		p.free[c][k-1] = nil
+		p.free[c] = p.free[c][:k-1]
+		p.kept -= int64(cap(b))
+		p.stats.Reused++
+		p.mu.Unlock()
+		return b[:0]
+	}
+	p.mu.Unlock()
+	return alignedBytes(0, 1<<c)
+}
+
 // alignedBytes returns a zeroed, 64-byte aligned slice of length size and
 // capacity capacity.
 func alignedBytes(size, capacity int) []byte {

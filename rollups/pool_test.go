@@ -197,3 +197,23 @@ func TestStoreWritesThroughItsPool(t *testing.T) {
 		}
 	}
 }
+
+func TestBufferPoolTakeReusesWithoutZeroing(t *testing.T) {
+	p := NewBufferPool(1 << 20)
+	if p.take(0) != nil {
+		t.Error("take(0) returned a buffer")
+	}
+	b := p.take(1000)
+	if len(b) != 0 || cap(b) < 1000 {
+		t.Fatalf("take(1000): len %d cap %d, want 0 and at least 1000", len(b), cap(b))
+	}
+	b = append(b, "written"...)
+	p.Free(b[:cap(b)])
+	c := p.take(900)
+	if cap(c) != cap(b) || string(c[:7]) != "written" {
+		t.Errorf("take after Free: cap %d (want %d), first bytes %q: not the freed buffer as it was", cap(c), cap(b), c[:7])
+	}
+	if st := p.Stats(); st.Reused != 1 {
+		t.Errorf("%d buffers reused, want 1", st.Reused)
+	}
+}

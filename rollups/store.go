@@ -145,10 +145,15 @@ func (s *Store) Write(ctx context.Context, project string, t *Table, partition s
 
 // writeRecord encodes rec (sorted) and stores it under a new name.
 func (s *Store) writeRecord(ctx context.Context, project string, t *Table, partition string, rec arrow.Record) (DataFile, error) {
-	data, groups, err := encodeParquet(t, rec, s.cfg.RowGroupRows, s.pool)
+	// The file is written into a pooled buffer, given back once stored:
+	// a commit's files would otherwise take tens of megabytes of fresh
+	// memory each time.
+	out := s.pool.take(int(min(recordBytes(rec)/4, 256<<20)))
+	data, groups, err := encodeParquetAs(t, rec, s.cfg.RowGroupRows, s.pool, true, out)
 	if err != nil {
 		return DataFile{}, err
 	}
+	defer s.pool.Free(data[:cap(data)])
 	now := s.now()
 	f := DataFile{
 		Table:     t.Name,
