@@ -10,12 +10,14 @@ import (
 
 // gcPercent is mf's default GOGC: the processor keeps a large, long-lived
 // heap (the facts of the late window), which the default of 100 scans
-// over and over. From a backlog, 800 takes about a quarter less CPU per
-// event than 400 and 200; higher values cost more again, in fresh memory
-// the kernel must fault in (docs/processor.md, "Performance"). The soft
-// memory limit keeps the higher GOGC from overshooting the memory the
-// process may use.
-const gcPercent = 800
+// over and over. Once commits allocated less (issue 5, round 5), a higher
+// GOGC stopped paying: the heap of a backlog grows to GOGC/100+1 times
+// the live state, every page of it a page fault for the kernel to serve,
+// and in a fresh process 200 took less CPU per event than 400 and 800 and
+// a third less memory than 400 (docs/processor.md, "Performance"). The
+// soft memory limit keeps GOGC from overshooting the memory the process
+// may use.
+const gcPercent = 200
 
 // tuneGC sets GOGC to gcPercent and a soft memory limit of three quarters
 // of the memory available (the cgroup's limit, else the machine's), unless
