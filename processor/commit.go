@@ -110,6 +110,8 @@ func commit(ctx context.Context, store *rollups.Store, tables map[string]*rollup
 					continue
 				}
 				rec := p.build()
+				// The rows are not needed once in the record: let them go.
+				parts[i].build = nil
 				f, err := store.Write(ctx, project, tables[p.table], p.partition, rec)
 				rec.Release()
 				if err != nil {

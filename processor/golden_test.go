@@ -421,3 +421,35 @@ func TestFlushAppendsNewVisits(t *testing.T) {
 		t.Fatalf("the order of delivery changed the tables")
 	}
 }
+
+// TestRestoreAfterDropRows checks that the changes a commit keeps once
+// it dropped their rows (their keys) are enough to write every partition
+// again after a failed commit: Restore, then the next Flush returns the
+// same partitions, with rows.
+func TestRestoreAfterDropRows(t *testing.T) {
+	c := benchCase(t)
+	bs, _ := newTraffic(c.project.ID, 5).batches(3_000)
+	e := c.engine(t)
+	for _, b := range bs {
+		e.AddBatch(b)
+	}
+	ch := e.Flush()
+	want := partitions{}
+	want.apply(ch)
+	ch.DropRows()
+	for d, rows := range ch.EventDays {
+		if rows != nil || ch.ConversionDays[d] != nil {
+			t.Fatalf("day %s keeps its rows after DropRows", facts.DayName(d))
+		}
+	}
+	if len(ch.EventDays) == 0 || len(ch.VisitDays) == 0 || len(ch.People) == 0 || len(ch.Identities) == 0 {
+		t.Fatalf("DropRows dropped partitions: %d event days, %d visit days, %d people buckets, %d identity buckets",
+			len(ch.EventDays), len(ch.VisitDays), len(ch.People), len(ch.Identities))
+	}
+	e.Restore(ch)
+	again := partitions{}
+	again.apply(e.Flush())
+	if got := again.dump(); got != want.dump() {
+		t.Fatalf("after Restore, the next Flush writes other partitions:\n%s", diffText(got, want.dump()))
+	}
+}

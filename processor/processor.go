@@ -666,6 +666,13 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 		// The rows of ch are shared with the engine but never modified by
 		// it: they can be encoded while the engine goes on.
 		parts := recordsOf(p.deps.Store.Allocator(), ch, segs, reporting)
+		// From here the rows live in parts only, each dropped once its
+		// record is built (commit): ch keeps the partitions' keys, which
+		// Restore needs, and the identity and member rows the Segments
+		// view is updated from. A large commit then does not hold every
+		// row of the Flush while it writes, and the heap (whose goal is a
+		// multiple of what is live) grows less.
+		ch.DropRows()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 		defer cancel()
 		m, n, err := commit(cctx, p.deps.Store, p.cfg.Tables, ps.id, rollups.Live(ps.id), parts, p.cfg.Checkpoint, cp.String(),

@@ -188,6 +188,9 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 	ps := &project{id: opts.Project, engine: e}
 	segs := segmentBuilds(deps.Catalog.State(), ps, now)
 	parts := recordsOf(deps.Store.Allocator(), all, segs, ecfg.ReportingCurrency)
+	// The whole history's rows: each is let go once its partition's
+	// record is built (commit), not held until the last is written.
+	all.DropRows()
 	if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, parts, cfg.Checkpoint, cp.String(),
 		func(*rollups.Manifest) error { return nil }); err != nil {
 		abort()

@@ -110,6 +110,24 @@ type Changes struct {
 	Members        map[int][]MemberRow
 }
 
+// DropRows lets go of the rows of the events, conversions, visits and
+// people partitions, keeping their keys (all Restore reads) and the
+// identity and member rows.
+func (c *Changes) DropRows() {
+	for d := range c.EventDays {
+		c.EventDays[d] = nil
+	}
+	for d := range c.ConversionDays {
+		c.ConversionDays[d] = nil
+	}
+	for d := range c.VisitDays {
+		c.VisitDays[d] = nil
+	}
+	for b := range c.People {
+		c.People[b] = nil
+	}
+}
+
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
 	return len(c.EventDays) == 0 && len(c.VisitDays) == 0 && len(c.People) == 0 &&
