@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
 )
 
@@ -529,10 +533,20 @@ func BenchmarkFreshness(b *testing.B) {
 // already holds a million events (100,000 with -short; three days of a
 // site's traffic: about 230,000 people, 280,000 visits): the processor
 // first takes the backlog, then batches of new browsers arrive one at a
-// time at the head of the log. A commit there rewrites every people
-// bucket and visit day a batch touches, so its cost grows with the
-// project, not with the batch.
+// time at the head of the log, alone (quiet) or among 100 other batches a
+// second (busy, about 200 events/s). A commit there rewrites every people
+// bucket and visit day its batches touch, so its cost grows with the
+// project, not with the batches.
 func BenchmarkFreshnessAtScale(b *testing.B) {
+	for _, load := range []struct {
+		name string
+		rate int // background batches per second
+	}{{"quiet", 0}, {"busy", 100}} {
+		b.Run(load.name, func(b *testing.B) { benchFreshnessAtScale(b, load.rate) })
+	}
+}
+
+func benchFreshnessAtScale(b *testing.B, rate int) {
 	c := benchCase(b)
 	events := 1_000_000
 	if testing.Short() {
@@ -545,14 +559,67 @@ func BenchmarkFreshnessAtScale(b *testing.B) {
 		seqs := e.publish(bulkBatches(backlog, 100)...)
 		backlog = nil
 		head, _ := newTraffic(c.project.ID, 3).batches(4000)
+		background, _ := newTraffic(c.project.ID, 4).batches(200_000)
 		r := e.start(func(cfg *Config) { *cfg = DefaultConfig() }, nil)
 		start := time.Now()
 		e.waitCheckpointWhile(c.project.ID, seqs[len(seqs)-1], func() uint64 { return r.p.Stats().LastSeq })
 		b.Logf("backlog of %d events committed after %v", events, time.Since(start).Round(time.Millisecond))
+		st0 := r.p.Stats()
+		stop := e.publishEvery(background, rate)
 		measureFreshness(b, e, c.project.ID, head[:min(len(head), 100)])
+		sent, err := stop()
+		if err != nil {
+			b.Fatal(err)
+		}
 		st := r.p.Stats()
-		b.Logf("%d commits, %d bytes written in all", st.Commits, st.BytesWritten)
+		b.Logf("%d background batches; at the head: %d commits, %d bytes written", sent, st.Commits-st0.Commits, st.BytesWritten-st0.BytesWritten)
 		r.stop(b)
+	}
+}
+
+// publishEvery publishes the batches in the background, perSecond of
+// them a second (none for 0), until the returned function is called; that
+// returns how many were published and the first error.
+func (e *env) publishEvery(bs []*records.Batch, perSecond int) func() (int, error) {
+	if perSecond <= 0 {
+		return func() (int, error) { return 0, nil }
+	}
+	pub := e.log.Publisher()
+	quit := make(chan struct{})
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		t := time.NewTicker(time.Second / time.Duration(perSecond))
+		defer t.Stop()
+		n := 0
+		for _, x := range bs {
+			select {
+			case <-quit:
+				done <- result{n, nil}
+				return
+			case <-t.C:
+			}
+			data, err := records.Encode(x)
+			if err == nil {
+				msg := message.NewMessage(x.ID.String(), data)
+				msg.Metadata.Set("project", x.Project)
+				_, err = pub.PublishOnce(context.Background(), eventlog.TopicBatches, x.Project+":"+x.ID.String(), msg)
+			}
+			if err != nil {
+				done <- result{n, fmt.Errorf("background batch %d: %w", n, err)}
+				return
+			}
+			n++
+		}
+		done <- result{n, errors.New("background traffic ran out of batches")}
+	}()
+	return func() (int, error) {
+		close(quit)
+		r := <-done
+		return r.n, r.err
 	}
 }
 
