@@ -109,7 +109,9 @@ func statsColumn(t *Table) string {
 // and indices it writes as they are. Otherwise pqarrow turns every value
 // into a slice header (24 bytes of pointers the collector tracks, in a
 // fresh array per column) and hashes it through an interface, which took
-// a sixth of the processor's CPU. The file is the same byte for byte:
+// a sixth of the processor's CPU. The file is the same byte for byte
+// (but for the order of a column chunk's page-encoding statistics in the
+// footer, which arrow-go takes from a map, run to run):
 // the dictionary is in order of first appearance as the encoder's would
 // be, and a column whose dictionary would reach the page size limit
 // (where the encoder falls back to plain encoding) is handed over dense.
