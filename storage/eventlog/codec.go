@@ -82,7 +82,7 @@ func checkMetadata(k, v string) error {
 			return fmt.Errorf("metadata key %q: use printable ASCII without spaces or ':'", k)
 		}
 	}
-	if k == HeaderUUID || strings.HasPrefix(strings.ToLower(k), "nats-") {
+	if k == HeaderUUID || isNatsHeader(k) {
 		return fmt.Errorf("metadata key %q is reserved (%s and Nats-*)", k, HeaderUUID)
 	}
 	if err := checkHeaderValue(v); err != nil {
@@ -110,8 +110,11 @@ func isBlank(b byte) bool { return b == ' ' || b == '\t' }
 // metadata) and the delivery keys from what the server says about it.
 func decode(header nats.Header, data []byte, subject string, seq uint64, stored time.Time) *message.Message {
 	msg := message.NewMessage(header.Get(HeaderUUID), data)
+	// Sized for the headers and the three keys below, and the two a
+	// subscriber adds: no growing on every message.
+	msg.Metadata = make(message.Metadata, len(header)+5)
 	for k, vs := range header {
-		if k == HeaderUUID || len(vs) == 0 || strings.HasPrefix(strings.ToLower(k), "nats-") {
+		if k == HeaderUUID || len(vs) == 0 || isNatsHeader(k) {
 			continue
 		}
 		msg.Metadata.Set(k, vs[0])
@@ -120,6 +123,12 @@ func decode(header nats.Header, data []byte, subject string, seq uint64, stored 
 	msg.Metadata.Set(MetaSubject, subject)
 	msg.Metadata.Set(MetaTime, stored.UTC().Format(time.RFC3339Nano))
 	return msg
+}
+
+// isNatsHeader reports whether k is a Nats-* header (any case), without
+// allocating a lower-case copy per header of every message.
+func isNatsHeader(k string) bool {
+	return len(k) >= 5 && strings.EqualFold(k[:5], "nats-")
 }
 
 // Seq returns the log position of a delivered message (metadata MetaSeq),
