@@ -533,8 +533,8 @@ func BenchmarkFreshness(b *testing.B) {
 // already holds a million events (100,000 with -short; three days of a
 // site's traffic: about 230,000 people, 280,000 visits): the processor
 // first takes the backlog, then batches of new browsers arrive one at a
-// time at the head of the log, alone (quiet) or among 100 other batches a
-// second (busy, about 200 events/s). A commit there rewrites every people
+// time at the head of the log, on the backlog's last day, alone (quiet) or
+// among 100 other batches a second (busy, about 200 events/s). A commit there rewrites every people
 // bucket and visit day its batches touch, so its cost grows with the
 // project, not with the batches.
 func BenchmarkFreshnessAtScale(b *testing.B) {
@@ -558,8 +558,15 @@ func benchFreshnessAtScale(b *testing.B, rate int) {
 		backlog, _ := newTraffic(c.project.ID, 2).batches(events)
 		seqs := e.publish(bulkBatches(backlog, 100)...)
 		backlog = nil
-		head, _ := newTraffic(c.project.ID, 3).batches(4000)
-		background, _ := newTraffic(c.project.ID, 4).batches(200_000)
+		// New traffic falls on the backlog's last day, as traffic at the
+		// head of the log falls on today.
+		today := func(seed uint64) *traffic {
+			tr := newTraffic(c.project.ID, seed)
+			tr.start, tr.days = tr.start.AddDate(0, 0, tr.days-1), 1
+			return tr
+		}
+		head, _ := today(3).batches(4000)
+		background, _ := today(4).batches(200_000)
 		r := e.start(func(cfg *Config) { *cfg = DefaultConfig() }, nil)
 		start := time.Now()
 		e.waitCheckpointWhile(c.project.ID, seqs[len(seqs)-1], func() uint64 { return r.p.Stats().LastSeq })
