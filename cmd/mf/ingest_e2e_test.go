@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -244,4 +247,59 @@ func TestIngestCrashKeepsEveryAcceptedBatchOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d batches accepted across 3 SIGKILLs, all in the log exactly once", len(accepted))
+}
+
+// TestShutdownDrainsPastUnusedConnections checks SIGTERM with connections
+// that never carried a request (HTTP clients dial spare ones): the drain
+// closes them instead of waiting for them until its limit and exiting 1,
+// and a request in progress on another connection still gets its answer.
+func TestShutdownDrainsPastUnusedConnections(t *testing.T) {
+	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile)
+	var idle []net.Conn
+	for _, addr := range []string{p.ingestAddr, p.apiAddr, p.admn} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	// A request that is half sent when SIGTERM comes: its answer must
+	// still arrive once the rest is sent.
+	busy, err := net.Dial("tcp", p.ingestAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if _, err := busy.Write([]byte("GET /healthz HTTP/1.1\r\nHost: mf\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	answered := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		if _, err := busy.Write([]byte("\r\n")); err != nil {
+			answered <- err
+			return
+		}
+		_ = busy.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	// Each listener would wait 20 s for its unused connection.
+	if code := p.stop(90 * time.Second); code != 0 {
+		t.Errorf("exit %d on SIGTERM with connections that never carried a request", code)
+	}
+	if err := <-answered; err != nil {
+		t.Errorf("the request in progress at SIGTERM got no answer: %v", err)
+	}
+	for i, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Errorf("unused connection %d still open after mf exited", i)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -22,6 +23,68 @@ type gatedListener struct {
 	once   sync.Once
 	done   chan struct{}
 	err    error
+
+	// The connections handed to the server, for closeUnused.
+	mu     sync.Mutex
+	served map[*servedConn]struct{}
+}
+
+// servedConn is a connection handed to the server; it notes whether a
+// byte of a request ever arrived on it.
+type servedConn struct {
+	net.Conn
+	g        *gatedListener
+	accepted time.Time
+	used     atomic.Bool
+}
+
+func (c *servedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.used.Store(true)
+	}
+	return n, err
+}
+
+func (c *servedConn) Close() error {
+	c.g.mu.Lock()
+	delete(c.g.served, c)
+	c.g.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// closeUnused closes the served connections on which no byte arrived
+// within quiet of their accept: a client opened them (HTTP clients dial
+// ahead and keep spare connections) but sent no request. While the
+// server drains, it waits for every connection that is not between
+// requests, and one that never had a request is not: it would hold the
+// drain until the read timeout (longer than the drain's own limit). It
+// returns how many it closed.
+func (g *gatedListener) closeUnused(quiet time.Duration) int {
+	g.mu.Lock()
+	var idle []*servedConn
+	for c := range g.served {
+		if !c.used.Load() && time.Since(c.accepted) >= quiet {
+			idle = append(idle, c)
+		}
+	}
+	g.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
+	}
+	return len(idle)
+}
+
+// serve wraps a connection handed to the server.
+func (g *gatedListener) serve(c net.Conn) *servedConn {
+	sc := &servedConn{Conn: c, g: g, accepted: time.Now()}
+	g.mu.Lock()
+	if g.served == nil {
+		g.served = map[*servedConn]struct{}{}
+	}
+	g.served[sc] = struct{}{}
+	g.mu.Unlock()
+	return sc
 }
 
 func newGatedListener(addr string) (*gatedListener, error) {
@@ -54,10 +117,11 @@ func (g *gatedListener) acceptLoop() {
 		backoff = 0
 		select {
 		case <-g.opened:
+			sc := g.serve(c)
 			select {
-			case g.conns <- c:
+			case g.conns <- sc:
 			case <-time.After(10 * time.Second):
-				c.Close()
+				sc.Close()
 			}
 		default:
 			go answerStarting(c)

@@ -355,7 +355,27 @@ func (s *service) shutdown() error {
 	var errs []error
 	for _, hs := range s.servers {
 		if hs.app != nil {
-			if err := hs.app.ShutdownWithTimeout(20 * time.Second); err != nil {
+			// Connections that never carried a request are closed as
+			// the drain goes (a request still on its way on one has
+			// had half a second to show its first byte).
+			stop := make(chan struct{})
+			go func() {
+				t := time.NewTicker(100 * time.Millisecond)
+				defer t.Stop()
+				for {
+					if n := hs.ln.closeUnused(500 * time.Millisecond); n > 0 {
+						s.logger.Debug("closed connections that never carried a request", "listener", hs.name, "connections", n)
+					}
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+				}
+			}()
+			err := hs.app.ShutdownWithTimeout(20 * time.Second)
+			close(stop)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("cannot drain the %s listener: %w", hs.name, err))
 			}
 		}
