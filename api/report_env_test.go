@@ -155,8 +155,7 @@ func newReportEnv(t testing.TB, provisioningFile string) *reportEnv {
 	pcfg := processor.DefaultConfig()
 	pcfg.FlushInterval = 50 * time.Millisecond
 	pcfg.BacklogFlushInterval = 200 * time.Millisecond
-	pcfg.StartWait = 300 * time.Millisecond
-	psub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig("processor"))
+	psub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		t.Fatal(err)
 	}

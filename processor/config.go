@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage/eventlog"
 )
 
 // Errors of the package.
@@ -59,15 +60,17 @@ type Config struct {
 	// and leave memory.
 	LateWindow time.Duration
 	// WatermarkKey is the object in the bucket where the processor keeps
-	// the log position below which every batch is committed, so a restart
-	// re-reads the batches it had acknowledged but not yet committed.
+	// the log position below which every batch is committed: a restart
+	// reads the log from there on.
 	WatermarkKey string
 	// WatermarkInterval is how often the watermark is written at most.
 	WatermarkInterval time.Duration
-	// StartWait is how long the start waits for the first delivery to
-	// learn where the consumer group stands, before it reads the log up to
-	// its end instead.
-	StartWait time.Duration
+	// LeaseName names the lease on the log that one processor at a time
+	// holds (eventlog.Log.AcquireLease): a second process waits as a
+	// standby and takes over when the first stops, or Lease.TTL after it
+	// died.
+	LeaseName string
+	Lease     eventlog.LeaseConfig
 	// CommitTimeout bounds one commit (writes and manifest update).
 	CommitTimeout time.Duration
 	// RetryBackoff is the first wait after a failed commit; it doubles up
@@ -102,7 +105,8 @@ func DefaultConfig() Config {
 		LateWindow:           31 * 24 * time.Hour,
 		WatermarkKey:         "processor/watermark.json",
 		WatermarkInterval:    2 * time.Second,
-		StartWait:            time.Second,
+		LeaseName:            "processor",
+		Lease:                eventlog.DefaultLeaseConfig(),
 		CommitTimeout:        2 * time.Minute,
 		RetryBackoff:         time.Second,
 		CompactInterval:      time.Minute,
@@ -138,9 +142,15 @@ func (c Config) Validate() error {
 	if c.WatermarkKey == "" {
 		errs = append(errs, errors.New(`WatermarkKey is empty; use "processor/watermark.json"`))
 	}
-	if c.WatermarkInterval <= 0 || c.StartWait <= 0 || c.CommitTimeout <= 0 || c.RetryBackoff <= 0 ||
+	if c.WatermarkInterval <= 0 || c.CommitTimeout <= 0 || c.RetryBackoff <= 0 ||
 		c.CompactInterval <= 0 || c.CollectInterval <= 0 {
-		errs = append(errs, errors.New("WatermarkInterval, StartWait, CommitTimeout, RetryBackoff, CompactInterval and CollectInterval must be positive"))
+		errs = append(errs, errors.New("WatermarkInterval, CommitTimeout, RetryBackoff, CompactInterval and CollectInterval must be positive"))
+	}
+	if c.LeaseName == "" {
+		errs = append(errs, errors.New(`LeaseName is empty; use "processor"`))
+	}
+	if err := c.Lease.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, name := range []string{TableEvents, TableVisits, TableConversions, TablePeople, TableIdentities, TableMembers, TableSegments} {
 		t := c.Tables[name]

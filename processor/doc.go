@@ -2,8 +2,9 @@
 // batches into facts: visits, identities and people, channels, goals and
 // revenue, saved-segment membership; their checkpoints; and replay.
 //
-// Processor consumes the log's batches topic in its durable consumer group
-// and keeps, per project, the tables of Tables() in the rollups store:
+// Processor reads the log's batches topic from its watermark, holding the
+// processor lease on the log, and keeps, per project, the tables of
+// Tables() in the rollups store:
 // every commit writes the partitions that changed together with the
 // project's checkpoint, so that redelivery, a crash or a restart never
 // loses or double-counts anything. Replay rebuilds a project's tables from

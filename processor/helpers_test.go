@@ -195,17 +195,16 @@ type running struct {
 	sub    *eventlog.Subscriber
 }
 
-// start runs a processor in the consumer group "processor".
+// start runs a processor.
 func (e *env) start(edit func(*Config), segs *Segments) *running {
 	e.t.Helper()
 	cfg := DefaultConfig()
 	cfg.FlushInterval = 50 * time.Millisecond
 	cfg.BacklogFlushInterval = 200 * time.Millisecond
-	cfg.StartWait = 300 * time.Millisecond
 	if edit != nil {
 		edit(&cfg)
 	}
-	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig("processor"))
+	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -24,10 +24,18 @@ import (
 	"github.com/mfhq/mf/storage/records"
 )
 
-// MessageLog reads stored messages back by position (eventlog.Log).
+// MessageLog reads stored messages back by position, and holds the
+// processor's lease on the log (eventlog.Log).
 type MessageLog interface {
 	GetMsg(ctx context.Context, topic string, seq uint64) (*message.Message, error)
 	LastSeq(ctx context.Context, topic string) (uint64, error)
+	AcquireLease(ctx context.Context, name string, cfg eventlog.LeaseConfig) (*eventlog.Lease, error)
+}
+
+// LogReader reads a topic of the log from a position on
+// (eventlog.Subscriber in replay mode).
+type LogReader interface {
+	SubscribeAfter(ctx context.Context, topic string, seq uint64) (<-chan *message.Message, error)
 }
 
 // CatalogSource gives the current catalog (catalog.Catalog).
@@ -37,12 +45,13 @@ type CatalogSource interface {
 
 // Deps are what a Processor works with.
 type Deps struct {
-	// Subscriber reads the topic in the processor's durable consumer group
-	// (eventlog.DefaultSubscriberConfig("processor")), one message at a
-	// time in log order.
-	Subscriber message.Subscriber
-	// Log reads messages back by position: the batches acknowledged but
-	// not committed before a crash.
+	// Subscriber reads the topic from the processor's watermark on, one
+	// message at a time in log order (a replay-mode subscriber:
+	// eventlog.DefaultSubscriberConfig("")).
+	Subscriber LogReader
+	// Log holds the processor's lease and reads messages back by
+	// position (the batches a project whose tables moved on must apply
+	// again).
 	Log MessageLog
 	// Store writes the tables; Reader reads them back when a project's
 	// state is rebuilt.
@@ -79,6 +88,7 @@ type Processor struct {
 	backlog       bool
 	stats         counters
 	ready         atomic.Bool
+	leading       atomic.Bool
 	unknownWarned map[string]bool
 	// crashOnStop makes Run return at once when its context ends, without
 	// the final commit: how the package's tests stand for a crash.
@@ -213,17 +223,41 @@ func (p *Processor) Stats() Stats {
 	}
 }
 
-// Ready reports whether the processor has re-read what it had
-// acknowledged but not committed before it started, and consumes the log.
+// Ready reports whether the processor runs: it consumes the log, or it
+// waits as a standby while another process holds the lease.
 func (p *Processor) Ready() bool { return p.ready.Load() }
 
-// Run consumes the log until ctx ends, then commits what it has applied
-// and returns. It returns early only when the log cannot be read.
+// Leading reports whether the processor holds the lease and consumes the
+// log.
+func (p *Processor) Leading() bool { return p.leading.Load() }
+
+// Run takes the processor's lease on the log (waiting as a standby while
+// another process holds it), then consumes the log from the watermark on
+// until ctx ends, and commits what it has applied before it returns. It
+// returns early when the log cannot be read or the lease is lost.
 func (p *Processor) Run(ctx context.Context) error {
 	defer func() {
 		close(p.stopped)
 		p.inflight.Wait()
 	}()
+	p.ready.Store(true)
+	lease, err := p.deps.Log.AcquireLease(ctx, p.cfg.LeaseName, p.cfg.Lease)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting as a standby
+		}
+		return fmt.Errorf("cannot start processor: %w", err)
+	}
+	defer func() {
+		if p.crashOnStop.Load() {
+			return // a crash leaves its lease to expire
+		}
+		if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+			p.logger.Warn("cannot release the processor lease", "err", err)
+		}
+	}()
+	// Read after the lease is held: a processor that held it before may
+	// have moved the watermark on while this one waited.
 	wm, err := p.readWatermark(ctx)
 	if err != nil {
 		return err
@@ -232,46 +266,18 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot start processor: %w", err)
 	}
-	msgs, err := p.deps.Subscriber.Subscribe(ctx, p.cfg.Topic)
+	// Every batch up to the watermark is committed; those after it may
+	// be committed for some projects (their checkpoints say) and are
+	// skipped there.
+	msgs, err := p.deps.Subscriber.SubscribeAfter(ctx, p.cfg.Topic, wm)
 	if err != nil {
-		return fmt.Errorf("cannot start processor: cannot subscribe to %q: %w", p.cfg.Topic, err)
+		return fmt.Errorf("cannot start processor: cannot read topic %q: %w", p.cfg.Topic, err)
 	}
-	// Where does the consumer group stand? Its first delivery says; every
-	// message before it was acknowledged. The batches between the
-	// watermark and it may not be committed: read them back first, in
-	// log order.
-	var first *message.Message
-	select {
-	case m, ok := <-msgs:
-		if ok {
-			first = m
-		}
-	case <-time.After(p.cfg.StartWait):
-	case <-ctx.Done():
-	}
-	// Without a delivery within StartWait the group has nothing left to
-	// deliver: it acknowledged everything up to the end of the log.
-	gapEnd := last
-	if first != nil {
-		if s, ok := eventlog.Seq(first); ok {
-			gapEnd = s - 1
-		}
-	}
-	if err := p.fillGap(ctx, wm, gapEnd); err != nil {
-		if first != nil {
-			first.Nack()
-		}
-		p.shutdown()
-		return err
-	}
-	if wm > p.watermark.Load() {
-		p.watermark.Store(wm)
-	}
-	p.ready.Store(true)
-	p.logger.Info("processor started", "watermark", wm, "gap_to", gapEnd, "last_seq", last)
-	if first != nil {
-		p.handle(ctx, first)
-	}
+	p.watermark.Store(wm)
+	p.lastSeq.Store(wm)
+	p.leading.Store(true)
+	defer p.leading.Store(false)
+	p.logger.Info("processor started", "watermark", wm, "last_seq", last, "lease", lease.Holder())
 	tick := time.NewTicker(p.cfg.FlushInterval / 4)
 	defer tick.Stop()
 	for {
@@ -288,6 +294,12 @@ func (p *Processor) Run(ctx context.Context) error {
 		case <-tick.C:
 			p.flushDue(ctx, false)
 			p.writeWatermark(ctx, false)
+		case <-lease.Context().Done():
+			// Another process took the log over: what this one applied is
+			// committed only if its tables did not move meanwhile
+			// (ErrMoved otherwise).
+			p.shutdown()
+			return fmt.Errorf("processor stopped: %w", context.Cause(lease.Context()))
 		case <-ctx.Done():
 			if p.crashOnStop.Load() {
 				return nil
@@ -338,39 +350,6 @@ func mapValues[K comparable, V any](m map[K]V) []V {
 		out = append(out, v)
 	}
 	return out
-}
-
-// fillGap applies the batches at positions (from, to], read back one by
-// one.
-func (p *Processor) fillGap(ctx context.Context, from, to uint64) error {
-	if to <= from {
-		return nil
-	}
-	p.logger.Info("re-reading batches acknowledged before the last commit", "from", from+1, "to", to)
-	for seq := from + 1; seq <= to; seq++ {
-		m, err := p.deps.Log.GetMsg(ctx, p.cfg.Topic, seq)
-		if errors.Is(err, eventlog.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("cannot re-read batch %d: %w", seq, err)
-		}
-		for {
-			err := p.apply(ctx, m, seq)
-			if err == nil {
-				break
-			}
-			p.logger.Warn("cannot apply a re-read batch; retrying", "seq", seq, "err", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(p.cfg.RetryBackoff):
-			}
-		}
-		p.flushDue(ctx, false)
-		p.drainResults(ctx)
-	}
-	return nil
 }
 
 // drainResults handles the commit results available now.
@@ -865,7 +844,7 @@ func (p *Processor) readWatermark(ctx context.Context) (uint64, error) {
 // committed: the lowest position not committed of any project, less one;
 // the last position handled when everything is committed.
 func (p *Processor) writeWatermark(ctx context.Context, force bool) {
-	if !p.ready.Load() {
+	if !p.leading.Load() {
 		return
 	}
 	if !force && time.Since(p.watermarkAt) < p.cfg.WatermarkInterval {

@@ -39,7 +39,7 @@ func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log,
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the tables for writing: %w", err)
 	}
-	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig("processor"))
+	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		return nil, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
 	}

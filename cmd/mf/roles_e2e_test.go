@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,8 @@ func startRole(t *testing.T, role string, extra ...string) *mfProc {
 // sharing an external NATS JetStream log (a server this test runs, reached
 // over TCP) and a real MinIO: a batch accepted by the ingest process is
 // processed by the processor process and answered by the API process; each
-// exits 0 on SIGTERM.
+// exits 0 on SIGTERM. A second mf process waits as a standby while the
+// first holds the processor lease, and takes over when the first stops.
 func TestRolesApart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -56,6 +58,8 @@ func TestRolesApart(t *testing.T) {
 	}
 	ing := startRole(t, "ingest", shared...)
 	proc := startRole(t, "process", shared...)
+	waitFor(t, time.Minute, func() bool { return strings.Contains(proc.out.String(), "processor started") })
+	standby := startRole(t, "process", shared...)
 	rep := startRole(t, "api", shared...)
 
 	now := time.Now().UnixMilli()
@@ -72,7 +76,30 @@ func TestRolesApart(t *testing.T) {
 		var doc struct{ Data []json.RawMessage }
 		return code == 200 && json.Unmarshal(b, &doc) == nil && len(doc.Data) == 2
 	})
-	for name, p := range map[string]*mfProc{"ingest": ing, "process": proc, "api": rep} {
+	if out := standby.out.String(); strings.Contains(out, "processor started") || !strings.Contains(out, "another process holds the lease") {
+		t.Fatalf("the second mf process did not wait as a standby; output:\n%s", out)
+	}
+
+	// The first processor stops: the standby takes the log over.
+	if c := proc.stop(time.Minute); c != 0 {
+		t.Errorf("mf process: exit %d on SIGTERM; output:\n%s", c, proc.out)
+	}
+	body = batchBody("7a7a7a7a-0000-4000-8000-000000000002", "full",
+		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"apart-c","page":{"url":"https://shop.example/"}}`, now-5_000))
+	code, _, resp = do(t, "POST", ing.ingest+"/v1/batch/"+demoWebsiteKey, body,
+		"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
+	if code != 202 {
+		t.Fatalf("batch to mf ingest: %d %s", code, resp)
+	}
+	waitFor(t, time.Minute, func() bool {
+		code, _, b := do(t, "GET", rep.api+"/api/v1/projects/"+demoProject+"/events?period=1h", nil, "Authorization", "Bearer "+demoPAT)
+		var doc struct{ Data []json.RawMessage }
+		return code == 200 && json.Unmarshal(b, &doc) == nil && len(doc.Data) == 3
+	})
+	if !strings.Contains(standby.out.String(), "processor started") {
+		t.Fatalf("the standby processed without saying it started; output:\n%s", standby.out)
+	}
+	for name, p := range map[string]*mfProc{"ingest": ing, "standby process": standby, "api": rep} {
 		if c := p.stop(time.Minute); c != 0 {
 			t.Errorf("mf %s: exit %d on SIGTERM; output:\n%s", name, c, p.out)
 		}

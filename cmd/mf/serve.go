@@ -312,8 +312,8 @@ func (s *service) serveHTTP() error {
 }
 
 // isReady is the admin listener's readiness: the process is started and,
-// in `mf process`, the processor has caught up with what it had consumed
-// but not committed before it started.
+// in `mf process`, the processor runs (it consumes the log, or waits as a
+// standby while another process holds the processor lease).
 func (s *service) isReady() bool {
 	if !s.ready.Load() {
 		return false

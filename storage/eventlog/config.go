@@ -159,7 +159,6 @@ func DefaultStreams() []Stream {
 		{
 			Topic:      TopicBatches,
 			Duplicates: 24 * time.Hour,
-			Consumers:  []Consumer{DefaultConsumer("processor")},
 		},
 		{
 			Topic: TopicCatalog,

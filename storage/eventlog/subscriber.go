@@ -145,6 +145,24 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 // Subscribe starts reading topic. The channel is closed when ctx ends or the
 // Subscriber is closed.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	return s.subscribe(ctx, topic, 0)
+}
+
+// SubscribeAfter reads topic from the first message after log position
+// seq, in replay mode: a reader that keeps its own position (the
+// processor's watermark) resumes from it, and nothing is acknowledged to
+// the server, which keeps no state of the reader beyond the few minutes of
+// an ordered consumer. SubscribeAfter(ctx, topic, 0) is Subscribe. A
+// consumer group's position is the server's: there it is refused.
+func (s *Subscriber) SubscribeAfter(ctx context.Context, topic string, seq uint64) (<-chan *message.Message, error) {
+	if !s.cfg.Replay() {
+		return nil, fmt.Errorf("cannot read topic %q after position %d: consumer group %q resumes where the group stands; use a replay-mode subscriber",
+			topic, seq, s.cfg.Consumer.Group)
+	}
+	return s.subscribe(ctx, topic, seq)
+}
+
+func (s *Subscriber) subscribe(ctx context.Context, topic string, after uint64) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isClosing() || s.log.isClosed() {
@@ -155,7 +173,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	sub := &subscription{s: s, r: r, ctx: sctx, out: make(chan *message.Message)}
+	sub := &subscription{s: s, r: r, ctx: sctx, out: make(chan *message.Message), lastSeq: after}
 	if err := sub.open(); err != nil {
 		cancel()
 		return nil, err

@@ -199,7 +199,7 @@ func (e *env) generate(ctx context.Context, g *Generator, truth *Truth, out io.W
 // process runs the real processor until the project's checkpoint covers
 // seq, reporting progress on out every 10 seconds, and returns its stats.
 func (e *env) process(ctx context.Context, project string, seq uint64, out io.Writer) (processor.Stats, error) {
-	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig("processor"))
+	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		return processor.Stats{}, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
 	}
