@@ -693,7 +693,7 @@ func BenchmarkEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	parts := recordsOf(st.Allocator(), ch, nil, "EUR")
+	parts := recordsOf(st.Allocator(), ch, nil, "EUR", 1)
 	tables := Tables()
 	for _, name := range []string{TableEvents, TableVisits, TableConversions, TablePeople, TableIdentities, TableMembers} {
 		b.Run(name, func(b *testing.B) {

@@ -25,8 +25,8 @@ type partitionRows struct {
 }
 
 // recordsOf turns the changes of a Flush into records, one per partition,
-// built on alloc.
-func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, reporting string) []partitionRows {
+// built on alloc; rows of keyed tables get the revs of commit counter rev.
+func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, reporting string, rev int64) []partitionRows {
 	var out []partitionRows
 	add := func(table, part string, n int, build func() arrow.Record) {
 		pr := partitionRows{table: table, partition: part}
@@ -51,21 +51,30 @@ func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, r
 		add(TableEvents, facts.DayName(d), len(rows), func() arrow.Record { return eventsRecord(alloc, rows) })
 		add(TableConversions, facts.DayName(d), len(conv), func() arrow.Record { return conversionsRecord(alloc, conv) })
 	}
+	// Keyed tables: a whole partition replaces the partition, changes
+	// are added to it.
+	keyed := func(table, part string, n int, whole bool, build func() arrow.Record) {
+		if whole {
+			add(table, part, n, build)
+		} else if n > 0 {
+			out = append(out, partitionRows{table: table, partition: part, add: true, build: build})
+		}
+	}
 	for _, d := range sortedKeys(ch.VisitDays) {
 		rows := ch.VisitDays[d]
-		add(TableVisits, facts.DayName(d), len(rows), func() arrow.Record { return visitsRecord(alloc, rows) })
+		keyed(TableVisits, facts.DayName(d), len(rows), ch.WholeVisitDays[d], func() arrow.Record { return visitsRecord(alloc, rows, rev) })
 	}
 	for _, b := range sortedKeys(ch.People) {
 		rows := ch.People[b]
-		add(TablePeople, facts.BucketName(b), len(rows), func() arrow.Record { return peopleRecord(alloc, rows, reporting) })
+		keyed(TablePeople, facts.BucketName(b), len(rows), ch.WholePeople[b], func() arrow.Record { return peopleRecord(alloc, rows, reporting, rev) })
 	}
 	for _, b := range sortedKeys(ch.Identities) {
 		rows := ch.Identities[b]
-		add(TableIdentities, facts.BucketName(b), len(rows), func() arrow.Record { return identitiesRecord(alloc, rows) })
+		keyed(TableIdentities, facts.BucketName(b), len(rows), ch.WholeIdentities[b], func() arrow.Record { return identitiesRecord(alloc, rows, rev) })
 	}
 	for _, b := range sortedKeys(ch.Members) {
 		rows := ch.Members[b]
-		add(TableMembers, facts.BucketName(b), len(rows), func() arrow.Record { return membersRecord(alloc, rows) })
+		keyed(TableMembers, facts.BucketName(b), len(rows), ch.WholeMembers[b], func() arrow.Record { return membersRecord(alloc, rows, rev) })
 	}
 	if segs != nil {
 		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(alloc, segs) })

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -156,17 +157,51 @@ func (p partitions) apply(ch *facts.Changes) {
 		}
 	}
 	for d, rows := range ch.VisitDays {
-		p.set("visits/"+facts.DayName(d), rows)
+		applyKeyed(p, "visits/"+facts.DayName(d), ch.WholeVisitDays[d], rows,
+			func(r facts.VisitRow) (string, bool) { return string(r.ID[:]), r.Deleted })
 	}
 	for b, rows := range ch.People {
-		p.set("people/"+facts.BucketName(b), rows)
+		applyKeyed(p, "people/"+facts.BucketName(b), ch.WholePeople[b], rows,
+			func(r *facts.PersonRow) (string, bool) { return string(r.Ref[:]), r.Deleted })
 	}
 	for b, rows := range ch.Identities {
-		p.set("identities/"+facts.BucketName(b), rows)
+		applyKeyed(p, "identities/"+facts.BucketName(b), ch.WholeIdentities[b], rows,
+			func(r facts.IdentityRow) (string, bool) { return string(r.Unit[:]), r.Deleted })
 	}
 	for b, rows := range ch.Members {
-		p.set("members/"+facts.BucketName(b), rows)
+		applyKeyed(p, "members/"+facts.BucketName(b), ch.WholeMembers[b], rows,
+			func(r facts.MemberRow) (string, bool) { return r.Segment + "/" + string(r.Person[:]), r.Deleted })
 	}
+}
+
+// applyKeyed merges the rows of a keyed table's partition into it, as the
+// store's readers do: a whole partition replaces it, changed rows replace
+// the rows of their keys, deletions remove them. A deletion of a key the
+// partition does not hold, or a whole partition with one, is an error of
+// the engine's: it is kept as a row, so the dump shows it.
+func applyKeyed[T any](p partitions, k string, whole bool, rows []T, key func(T) (string, bool)) {
+	m, _ := p[k].(map[string]string)
+	if whole || m == nil {
+		m = map[string]string{}
+	}
+	for _, r := range rows {
+		id, deleted := key(r)
+		line, _ := json.Marshal(r)
+		if deleted && !whole {
+			if _, ok := m[id]; ok {
+				delete(m, id)
+				continue
+			}
+			m[id] = "stray deletion " + string(line)
+			continue
+		}
+		m[id] = string(line)
+	}
+	if len(m) == 0 {
+		delete(p, k)
+		return
+	}
+	p[k] = m
 }
 
 // set replaces a partition's rows; rows are kept as sorted JSON lines, so
@@ -204,7 +239,11 @@ func (p partitions) dump() string {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&b, "%s\n%s\n", k, strings.Join(p[k].([]string), "\n"))
+		lines, ok := p[k].([]string)
+		if !ok {
+			lines = slices.Sorted(maps.Values(p[k].(map[string]string)))
+		}
+		fmt.Fprintf(&b, "%s\n%s\n", k, strings.Join(lines, "\n"))
 	}
 	return b.String()
 }
@@ -290,8 +329,8 @@ func rebuild(t testing.TB, c *goldenCase, all *facts.Changes) *facts.Engine {
 	slices.Sort(days)
 	for _, d := range days {
 		for _, r := range all.EventDays[d] {
-			ev := *r.Event
-			ev.Client = e.Client(*r.Client)
+			ev := r.Event()
+			ev.Client = e.Client(*ev.Client)
 			if !e.Add(ev) {
 				t.Fatalf("event %s of the events table was not added again", ev.ID)
 			}
@@ -451,5 +490,41 @@ func TestRestoreAfterDropRows(t *testing.T) {
 	again.apply(e.Flush())
 	if got := again.dump(); got != want.dump() {
 		t.Fatalf("after Restore, the next Flush writes other partitions:\n%s", diffText(got, want.dump()))
+	}
+}
+
+// TestAddBatchKeepsNoBatchBytes feeds an engine batches decoded without
+// copies (records.DecodeShared, as the processor does), scribbling over
+// each record's bytes once it is added: the engine must have copied what
+// it keeps, so its tables equal those of an engine fed copied batches.
+func TestAddBatchKeepsNoBatchBytes(t *testing.T) {
+	c := benchCase(t)
+	bs, _ := newTraffic(c.project.ID, 9).batches(5_000)
+	shared, copied := c.engine(t), c.engine(t)
+	var b records.Batch
+	for i, x := range bs {
+		data, err := records.Encode(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := records.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied.AddBatch(own)
+		if err := records.DecodeShared(data, &b); err != nil {
+			t.Fatal(err)
+		}
+		shared.AddBatch(&b)
+		for j := range data {
+			data[j] = 'x'
+		}
+		if i%500 == 0 {
+			shared.Flush()
+			copied.Flush()
+		}
+	}
+	if got, want := engineDump(t, shared, c.project.ReportingCurrency), engineDump(t, copied, c.project.ReportingCurrency); got != want {
+		t.Fatalf("an engine fed shared batches kept bytes of them:\n%s", diffText(got, want))
 	}
 }

@@ -169,13 +169,15 @@ func goldenViewOf(t testing.TB, c *goldenCase, e *facts.Engine) []byte {
 		events = append(events, rows...)
 	}
 	slices.SortFunc(events, func(a, b facts.EventRow) int {
-		return cmp.Or(cmp.Compare(a.Time, b.Time), slices.Compare(a.ID[:], b.ID[:]))
+		ai, bi := a.ID(), b.ID()
+		return cmp.Or(cmp.Compare(a.Time(), b.Time()), slices.Compare(ai[:], bi[:]))
 	})
 	var ve []viewEvent
-	for _, ev := range events {
-		x := viewEvent{ID: ev.ID.String()[24:], Time: ts(ev.Time), Name: ev.Name, Unit: label(ev.Unit), Channel: ev.Channel, Actions: shortIDs(ev.Actions)}
-		if !ev.Visit.IsZero() {
-			x.Visit = vlabel[ev.Visit]
+	for _, row := range events {
+		ev := row.Event()
+		x := viewEvent{ID: ev.ID.String()[24:], Time: ts(ev.Time), Name: ev.Name, Unit: label(row.Unit), Channel: row.Channel, Actions: shortIDs(ev.Actions)}
+		if !row.Visit.IsZero() {
+			x.Visit = vlabel[row.Visit]
 		}
 		if ev.HasValue {
 			x.Value = facts.FormatAmount(ev.Value) + " " + ev.ValueCurrency

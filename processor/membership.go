@@ -296,22 +296,46 @@ func (s *Segments) apply(project string, m *rollups.Manifest, ch *facts.Changes)
 		v.checked = time.Time{}
 		return
 	}
+	// Whole partitions replace the view's; changes are merged into it
+	// (the view is at the version the commit was based on).
 	for b, rows := range ch.Identities {
-		mp := make(map[facts.Ref]facts.Ref, len(rows))
-		for _, r := range rows {
-			if r.Unit != r.Person {
-				mp[r.Unit] = r.Person
-			}
+		mp := v.persons[b]
+		if ch.WholeIdentities[b] || mp == nil {
+			mp = make(map[facts.Ref]facts.Ref, len(rows))
+			v.persons[b] = mp
 		}
-		v.persons[b] = mp
+		for _, r := range rows {
+			if r.Deleted || r.Unit == r.Person {
+				delete(mp, r.Unit)
+				continue
+			}
+			mp[r.Unit] = r.Person
+		}
 		v.files[TableIdentities+"/"+facts.BucketName(b)] = fileNames(m.Files(TableIdentities, facts.BucketName(b)))
 	}
 	for b, rows := range ch.Members {
-		mp := map[facts.Ref][]string{}
-		for _, r := range rows {
-			mp[r.Person] = append(mp[r.Person], r.Segment)
+		mp := v.members[b]
+		if ch.WholeMembers[b] || mp == nil {
+			mp = map[facts.Ref][]string{}
+			v.members[b] = mp
 		}
-		v.members[b] = mp
+		for _, r := range rows {
+			// A person's list is replaced, never changed in place:
+			// Lookup hands out clones of it under the read lock.
+			cur := mp[r.Person]
+			if r.Deleted {
+				next := slices.DeleteFunc(slices.Clone(cur), func(s string) bool { return s == r.Segment })
+				if len(next) == 0 {
+					delete(mp, r.Person)
+				} else {
+					mp[r.Person] = next
+				}
+				continue
+			}
+			if i, found := slices.BinarySearch(cur, r.Segment); !found {
+				mp[r.Person] = slices.Insert(slices.Clone(cur), i, r.Segment)
+			}
+		}
 		v.files[TableMembers+"/"+facts.BucketName(b)] = fileNames(m.Files(TableMembers, facts.BucketName(b)))
 	}
 	if !slices.Equal(fileNames(m.Files(TableSegments, segmentsPartition)), v.files[TableSegments]) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,7 @@ type Processor struct {
 	stats         counters
 	ready         atomic.Bool
 	leading       atomic.Bool
+	batch         records.Batch // the batch being applied (apply's scratch)
 	unknownWarned map[string]bool
 	// crashOnStop makes Run return at once when its context ends, without
 	// the final commit: how the package's tests stand for a crash.
@@ -284,6 +286,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
+				// The subscription ends with ctx (or the log closed).
+				if ctx.Err() != nil && p.crashOnStop.Load() {
+					return nil
+				}
 				p.shutdown()
 				return nil
 			}
@@ -408,7 +414,10 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 // apply adds a batch to its project's state, unless the project's tables
 // hold it already.
 func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) error {
-	b, err := records.Decode(m.Payload)
+	// Decoded without copies into a batch reused message after message:
+	// the engine copies what it keeps (facts.Engine.AddBatch).
+	b := &p.batch
+	err := records.DecodeShared(m.Payload, b)
 	if err != nil {
 		p.stats.corrupt.Add(1)
 		p.logger.Error("cannot decode batch; skipping it", "seq", seq, "err", err)
@@ -449,6 +458,7 @@ func (p *Processor) project(ctx context.Context, id string) (*project, error) {
 	if ps := p.projects[id]; ps != nil {
 		return ps, nil
 	}
+	id = strings.Clone(id) // kept: it may point into a message
 	ps, err := p.load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -622,10 +632,11 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	flushTook := time.Since(flushStart)
 	backlog := p.backlog
 	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
-	if ch.Empty() && cp == ps.committed {
+	if ch.Empty() && cp.sameData(ps.committed) {
 		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
 		return
 	}
+	cp.Rev = ps.committed.Rev + 1
 	now := time.Now().UnixMilli()
 	var segs []segmentBuild
 	if len(ch.People) > 0 || len(ch.Members) > 0 || cp.Segments != ps.committed.Segments {
@@ -644,7 +655,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 		defer func() { <-p.sem }()
 		// The rows of ch are shared with the engine but never modified by
 		// it: they can be encoded while the engine goes on.
-		parts := recordsOf(p.deps.Store.Allocator(), ch, segs, reporting)
+		parts := recordsOf(p.deps.Store.Allocator(), ch, segs, reporting, cp.Rev)
 		// From here the rows live in parts only, each dropped once its
 		// record is built (commit): ch keeps the partitions' keys, which
 		// Restore needs, and the identity and member rows the Segments

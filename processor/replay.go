@@ -150,6 +150,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		return st, fmt.Errorf("cannot replay: unknown source %q (use %q or %q)", opts.Source, ReplayArchive, ReplayLog)
 	}
 	cp.Segments = e.SegmentsFingerprint()
+	cp.Rev++
 
 	// Stage the new generation: the day partitions before From stay as
 	// they are.
@@ -187,7 +188,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 	now := time.Now().UnixMilli()
 	ps := &project{id: opts.Project, engine: e}
 	segs := segmentBuilds(deps.Catalog.State(), ps, now)
-	parts := recordsOf(deps.Store.Allocator(), all, segs, ecfg.ReportingCurrency)
+	parts := recordsOf(deps.Store.Allocator(), all, segs, ecfg.ReportingCurrency, cp.Rev)
 	// The whole history's rows: each is let go once its partition's
 	// record is built (commit), not held until the last is written.
 	all.DropRows()
@@ -259,9 +260,10 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 			}
 		}
 		cp.Seq, cp.Received = max(cp.Seq, lcp.Seq), max(cp.Received, lcp.Received)
+		cp.Rev = max(cp.Rev, lcp.Rev) + 1
 		ch := e.Flush()
 		segs := segmentBuilds(deps.Catalog.State(), ps, time.Now().UnixMilli())
-		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(deps.Store.Allocator(), ch, segs, ecfg.ReportingCurrency),
+		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(deps.Store.Allocator(), ch, segs, ecfg.ReportingCurrency, cp.Rev),
 			cfg.Checkpoint, cp.String(), func(*rollups.Manifest) error { return nil }); err != nil {
 			abort()
 			return st, err

@@ -106,6 +106,8 @@ var visitsSchema = arrow.NewSchema([]arrow.Field{
 	field("os", str, true),
 	field("locale", str, true),
 	field("source_id", str, true),
+	field(rollups.RevColumn, i64, false),
+	field(rollups.DeletedColumn, boolean, false),
 }, nil)
 
 var conversionsSchema = arrow.NewSchema([]arrow.Field{
@@ -165,6 +167,8 @@ var peopleSchema = arrow.NewSchema(concat(
 		field("shared_browser", boolean, false),
 		field("first_purchase", tsType, true),
 		field("intent", boolean, false),
+		field(rollups.RevColumn, i64, false),
+		field(rollups.DeletedColumn, boolean, false),
 	},
 ), nil)
 
@@ -173,11 +177,15 @@ var identitiesSchema = arrow.NewSchema([]arrow.Field{
 	field("person", uuidType, false),
 	field("claimed_at", tsType, false),
 	field("shared", boolean, false),
+	field(rollups.RevColumn, i64, false),
+	field(rollups.DeletedColumn, boolean, false),
 }, nil)
 
 var membersSchema = arrow.NewSchema([]arrow.Field{
 	field("segment", str, false),
 	field("person", uuidType, false),
+	field(rollups.RevColumn, i64, false),
+	field(rollups.DeletedColumn, boolean, false),
 }, nil)
 
 var segmentsSchema = arrow.NewSchema([]arrow.Field{
@@ -195,20 +203,44 @@ func concat(parts ...[]arrow.Field) []arrow.Field {
 	return out
 }
 
-// Tables returns the definitions of the processor's tables.
+// Tables returns the definitions of the processor's tables. Visits,
+// people, identities and segment members are keyed (rollups.Table.Key):
+// commits add the rows that changed, with the commit's rev
+// (revOf), instead of rewriting their partitions.
 func Tables() map[string]*rollups.Table {
 	return map[string]*rollups.Table{
 		TableEvents: {Name: TableEvents, Schema: eventsSchema, SortKey: []string{"unit", "time", "id"},
 			NoDictionary: []string{"time", "id", "unit", "session_id"}},
 		TableVisits: {Name: TableVisits, Schema: visitsSchema, SortKey: []string{"unit", "start", "id"},
-			NoDictionary: []string{"start", "end", "id", "unit", "person"}},
+			NoDictionary: []string{"start", "end", "id", "unit", "person"}, Key: []string{"id"}},
 		TableConversions: {Name: TableConversions, Schema: conversionsSchema, SortKey: []string{"action", "time", "event_id"},
 			NoDictionary: []string{"time", "event_id", "owner", "unit", "visit"}},
-		TablePeople:     {Name: TablePeople, Schema: peopleSchema, SortKey: []string{"ref"}, NoDictionary: []string{"ref", "first_seen", "last_seen"}},
-		TableIdentities: {Name: TableIdentities, Schema: identitiesSchema, SortKey: []string{"unit"}, NoDictionary: []string{"unit", "claimed_at"}},
-		TableMembers:    {Name: TableMembers, Schema: membersSchema, SortKey: []string{"segment", "person"}},
-		TableSegments:   {Name: TableSegments, Schema: segmentsSchema, SortKey: []string{"segment"}},
+		TablePeople: {Name: TablePeople, Schema: peopleSchema, SortKey: []string{"ref"},
+			NoDictionary: []string{"ref", "first_seen", "last_seen"}, Key: []string{"ref"}},
+		TableIdentities: {Name: TableIdentities, Schema: identitiesSchema, SortKey: []string{"unit"},
+			NoDictionary: []string{"unit", "claimed_at"}, Key: []string{"unit"}},
+		TableMembers:  {Name: TableMembers, Schema: membersSchema, SortKey: []string{"segment", "person"}, Key: []string{"segment", "person"}},
+		TableSegments: {Name: TableSegments, Schema: segmentsSchema, SortKey: []string{"segment"}},
 	}
+}
+
+// revOf is the rev of a row of a keyed table written by the commit with
+// counter rev (checkpoint.Rev): 2·rev+1, and 2·rev for a deletion. A key
+// that moves to another partition (a visit whose start moved to another
+// day) leaves a deletion in the old one below its new row, so that over
+// the whole table, not only within a partition, the highest rev of a key
+// is its row.
+func revOf(rev int64, deleted bool) int64 {
+	if deleted {
+		return 2 * rev
+	}
+	return 2*rev + 1
+}
+
+// keyedRow appends the rev and deleted columns of a row.
+func (b *builder) keyedRow(rev int64, deleted bool) {
+	b.i64(revOf(rev, deleted))
+	b.bool(deleted)
 }
 
 // builder wraps a RecordBuilder with appenders that turn the engine's
@@ -356,13 +388,18 @@ func (b *builder) record() arrow.Record {
 	return r
 }
 
+// eventsRecord builds the record of rows, which it sorts first (a Flush
+// leaves them in no order).
 func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
+	facts.SortEventRows(rows)
+	var ev facts.Event
 	return buildRecord(alloc, eventsSchema, len(rows), func(b *builder) {
 		for i := range rows {
-			r := &rows[i]
-			c := r.Client
+			row := &rows[i]
+			row.Fill(&ev)
+			r, c := &ev, ev.Client
 			b.row()
-			b.uuid(r.Unit)
+			b.uuid(row.Unit)
 			b.ts(r.Time)
 			b.uuidReq(r.ID)
 			b.strReq(r.Name)
@@ -390,17 +427,17 @@ func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
 			b.str(r.ValueCurrency)
 			b.bool(r.Purchase)
 			// A visit from a sessionId is that sessionId: not repeated.
-			if r.Visit == r.SessionID {
+			if row.Visit == r.SessionID {
 				b.uuid(facts.Ref{})
 			} else {
-				b.uuid(r.Visit)
+				b.uuid(row.Visit)
 			}
-			b.str(r.Channel)
+			b.str(row.Channel)
 		}
 	})
 }
 
-func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow) arrow.Record {
+func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow, rev int64) arrow.Record {
 	return buildRecord(alloc, visitsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
@@ -443,6 +480,7 @@ func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow) arrow.Record {
 			b.str(c.OS)
 			b.str(c.Locale)
 			b.str(c.Source)
+			b.keyedRow(rev, r.Deleted)
 		}
 	})
 }
@@ -510,7 +548,7 @@ func (b *builder) touch(t facts.Touch) {
 	b.str(t.AdPlatform)
 }
 
-func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting string) arrow.Record {
+func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting string, rev int64) arrow.Record {
 	return buildRecord(alloc, peopleSchema, len(rows), func(b *builder) {
 		for _, r := range rows {
 			b.row()
@@ -551,11 +589,12 @@ func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting str
 			b.bool(r.SharedBrowser)
 			b.tsOpt(r.FirstPurchase)
 			b.bool(r.Intent)
+			b.keyedRow(rev, r.Deleted)
 		}
 	})
 }
 
-func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow) arrow.Record {
+func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow, rev int64) arrow.Record {
 	return buildRecord(alloc, identitiesSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
@@ -564,16 +603,18 @@ func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow) arrow.Re
 			b.uuidReq(r.Person)
 			b.ts(r.ClaimedAt)
 			b.bool(r.Shared)
+			b.keyedRow(rev, r.Deleted)
 		}
 	})
 }
 
-func membersRecord(alloc memory.Allocator, rows []facts.MemberRow) arrow.Record {
+func membersRecord(alloc memory.Allocator, rows []facts.MemberRow, rev int64) arrow.Record {
 	return buildRecord(alloc, membersSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			b.row()
 			b.strReq(rows[i].Segment)
 			b.uuidReq(rows[i].Person)
+			b.keyedRow(rev, rows[i].Deleted)
 		}
 	})
 }
@@ -752,6 +793,17 @@ type checkpoint struct {
 	// Segments fingerprints the segment definitions the membership was
 	// built with.
 	Segments string `json:"segments,omitempty"`
+	// Rev counts the commits of the project's keyed tables: their rows
+	// are written with revs from it (revOf), each commit with the rev
+	// after the last.
+	Rev int64 `json:"rev,omitempty"`
+}
+
+// sameData reports whether two checkpoints hold the same batches and
+// segments, whatever their revs.
+func (c checkpoint) sameData(o checkpoint) bool {
+	c.Rev, o.Rev = 0, 0
+	return c == o
 }
 
 func parseCheckpoint(s string) (checkpoint, error) {

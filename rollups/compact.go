@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -60,7 +61,11 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 		ts := m.Tables[name]
 		def := ts.Definition(name)
 		for _, part := range ts.PartitionNames() {
-			for _, group := range s.pickMerges(ts.Partitions[part]) {
+			groups := s.pickMerges(ts.Partitions[part])
+			if len(def.Key) > 0 {
+				groups = s.pickKeyedMerge(ts.Partitions[part])
+			}
+			for _, group := range groups {
 				out, err := s.mergeFiles(ctx, target.Project, def, part, group)
 				if err != nil {
 					return st, fmt.Errorf("cannot compact %s table %q partition %q: %w", target, name, part, err)
@@ -150,6 +155,33 @@ func (s *Store) pickMerges(files []DataFile) [][]DataFile {
 	return groups
 }
 
+// pickKeyedMerge chooses the files of one partition of a keyed table to
+// merge: all of them or none, since only a merge of the whole partition
+// may drop deleted rows and the rows they replaced. They merge when at
+// least CompactMinFiles of them are small, or two are and the partition
+// has been quiet for CompactQuietAfter. Files committed while the merge
+// runs stay beside its output and, written later, win over it.
+func (s *Store) pickKeyedMerge(files []DataFile) [][]DataFile {
+	if len(files) < 2 {
+		return nil
+	}
+	small := 0
+	var newest time.Time
+	for _, f := range files {
+		if f.Bytes < s.cfg.CompactTargetBytes {
+			small++
+		}
+		if f.WrittenAt.After(newest) {
+			newest = f.WrittenAt
+		}
+	}
+	quiet := s.now().Sub(newest) >= s.cfg.CompactQuietAfter
+	if small >= s.cfg.CompactMinFiles || quiet && small >= 2 {
+		return [][]DataFile{files}
+	}
+	return nil
+}
+
 // packGroups cuts files (in commit order) into groups whose sizes add up
 // to at most CompactTargetBytes, keeping groups of at least minFiles.
 func (s *Store) packGroups(files []DataFile, minFiles int) [][]DataFile {
@@ -183,6 +215,7 @@ func tier(size int64, minFiles int) int {
 
 // mergeFiles reads the group's files, merges their rows in sort-key order
 // (stable: equal keys keep the files' commit order) and writes one file.
+// A keyed table's group is a whole partition, merged to its live rows.
 func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, partition string, group []DataFile) ([]DataFile, error) {
 	recs := make([]arrow.Record, 0, len(group))
 	defer func() {
@@ -197,15 +230,28 @@ func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, part
 		}
 		recs = append(recs, rec)
 	}
-	order, _, err := sortedOrder(def.Schema, def.SortKey, recs)
-	if err != nil {
-		return nil, err
-	}
-	merged, err := takeRecord(s.pool, def.Schema, recs, order)
-	if err != nil {
-		return nil, err
+	var merged arrow.Record
+	if len(def.Key) > 0 {
+		// The whole partition (pickKeyedMerge): its live rows, with their
+		// revs, so that files committed meanwhile still win over them.
+		m, err := mergeKeyed(s.pool, def, def.Schema, recs)
+		if err != nil {
+			return nil, err
+		}
+		merged = m
+	} else {
+		order, _, err := sortedOrder(def.Schema, def.SortKey, recs)
+		if err != nil {
+			return nil, err
+		}
+		if merged, err = takeRecord(s.pool, def.Schema, recs, order); err != nil {
+			return nil, err
+		}
 	}
 	defer merged.Release()
+	if merged.NumRows() == 0 {
+		return nil, nil // every key deleted: the partition empties
+	}
 	f, err := s.writeRecord(ctx, project, def, partition, merged)
 	if err != nil {
 		return nil, err

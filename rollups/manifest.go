@@ -60,6 +60,8 @@ type TableState struct {
 	// SortKey and NoDictionary are those of the table's latest definition.
 	SortKey      []string `json:"sortKey,omitempty"`
 	NoDictionary []string `json:"noDictionary,omitempty"`
+	// Key is the latest definition's key: set for keyed tables.
+	Key []string `json:"key,omitempty"`
 	// Columns describe the latest schema: name, type and nullability.
 	Columns []Column `json:"columns"`
 	// Partitions holds the live files of each partition, oldest first.
@@ -77,6 +79,7 @@ type TableState struct {
 type tableStateJSON struct {
 	SortKey      []string                   `json:"sortKey,omitempty"`
 	NoDictionary []string                   `json:"noDictionary,omitempty"`
+	Key          []string                   `json:"key,omitempty"`
 	Columns      []Column                   `json:"columns"`
 	Partitions   map[string]json.RawMessage `json:"partitions,omitempty"`
 }
@@ -87,7 +90,7 @@ func (t *TableState) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	*t = TableState{SortKey: in.SortKey, NoDictionary: in.NoDictionary, Columns: in.Columns,
+	*t = TableState{SortKey: in.SortKey, NoDictionary: in.NoDictionary, Key: in.Key, Columns: in.Columns,
 		Partitions: make(map[string][]DataFile, len(in.Partitions)), enc: make(map[string][]byte, len(in.Partitions))}
 	for p, raw := range in.Partitions {
 		var files []DataFile
@@ -177,7 +180,7 @@ func (t *TableState) Schema() *arrow.Schema { return t.schema }
 
 // Definition returns the table's latest definition.
 func (t *TableState) Definition(name string) *Table {
-	return &Table{Name: name, Schema: t.schema, SortKey: t.SortKey, NoDictionary: t.NoDictionary}
+	return &Table{Name: name, Schema: t.schema, SortKey: t.SortKey, NoDictionary: t.NoDictionary, Key: t.Key}
 }
 
 // PartitionNames returns the table's partitions in ascending order.
@@ -228,7 +231,7 @@ func encodeManifest(m *Manifest) ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		th, err := json.Marshal(tableStateJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Columns: ts.Columns})
+		th, err := json.Marshal(tableStateJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, Columns: ts.Columns})
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode table %q of project %q: %w", name, m.Project, err)
 		}
@@ -387,6 +390,7 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 			}
 			ts.Columns, ts.schema = cols, f.def.Schema
 			ts.SortKey, ts.NoDictionary = slices.Clone(f.def.SortKey), slices.Clone(f.def.NoDictionary)
+			ts.Key = slices.Clone(f.def.Key)
 		} else if ts.schema == nil {
 			return nil, fmt.Errorf("%w: cannot add %s: the manifest has no schema of table %q; add files that Store.Write returned", ErrInvalidChange, f.Ref(), f.Table)
 		}

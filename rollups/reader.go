@@ -235,9 +235,21 @@ type Batch struct {
 // Columns that a file lacks (written before the column existed) read as
 // nulls. A table the snapshot does not have reads as empty. An error from
 // fn stops the scan and is returned.
+//
+// A keyed table (Table.Key) is read merged: each partition comes as one
+// batch of the rows that stand for their keys (the highest rev per key,
+// deleted keys left out), in sort-key order, whatever number of files it
+// has; its File is the partition's file when it has one, else empty. A
+// key range then bounds the merged rows.
 func (sn *Snapshot) Scan(ctx context.Context, table string, opts ScanOptions, fn func(Batch) error) error {
 	ts := sn.m.Tables[table]
 	if ts == nil {
+		return nil
+	}
+	if len(ts.Key) > 0 {
+		if err := sn.scanKeyed(ctx, table, ts, opts, fn); err != nil {
+			return fmt.Errorf("cannot scan table %q of project %q (version %d): %w", table, sn.m.Project, sn.m.Version, err)
+		}
 		return nil
 	}
 	plan, err := sn.plan(table, ts, opts)
@@ -747,4 +759,177 @@ func (r *Reader) fileInfo(ctx context.Context, fileKey string, size int64) (*fil
 	info := &fileInfo{meta: src.meta, schema: schema}
 	r.cache.put(fileKey+"|footer", info, int64(src.meta.Size())*4+1024)
 	return info, src, nil
+}
+
+// scanKeyed scans a keyed table: every file of each partition read whole
+// with the columns asked for and those merging needs, merged (liveRows),
+// then cut to the key range and the columns asked for.
+func (sn *Snapshot) scanKeyed(ctx context.Context, table string, ts *TableState, opts ScanOptions, fn func(Batch) error) error {
+	want, err := sn.plan(table, ts, ScanOptions{Columns: opts.Columns, KeyMin: opts.KeyMin, KeyMax: opts.KeyMax})
+	if err != nil {
+		return err
+	}
+	def := ts.Definition(table)
+	cols := make([]string, 0, want.out.NumFields()+len(def.Key)+len(def.SortKey)+2)
+	for _, f := range want.out.Fields() {
+		cols = append(cols, f.Name)
+	}
+	for _, c := range keyedColumns(def) {
+		if !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	all, err := sn.plan(table, ts, ScanOptions{From: opts.From, To: opts.To, Partitions: opts.Partitions, Columns: cols})
+	if err != nil {
+		return err
+	}
+	for len(all.files) > 0 {
+		part := all.files[0].Partition
+		n := 1
+		for n < len(all.files) && all.files[n].Partition == part {
+			n++
+		}
+		files := all.files[:n]
+		all.files = all.files[n:]
+		rec, err := sn.r.mergedPartition(ctx, all, def, files)
+		if err != nil {
+			return fmt.Errorf("partition %q: %w", part, err)
+		}
+		out, err := projectKeyed(rec, want)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("partition %q: %w", part, err)
+		}
+		if out == nil {
+			continue
+		}
+		name := ""
+		if len(files) == 1 {
+			name = files[0].Name
+		}
+		err = fn(Batch{Partition: part, File: name, Record: out})
+		out.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// mergedPartition reads the files of one partition of a keyed table whole,
+// with the plan's columns, and returns their live rows. A single file
+// without deleted rows is returned as it is.
+func (r *Reader) mergedPartition(ctx context.Context, p *scanPlan, def *Table, files []DataFile) (arrow.Record, error) {
+	names := make([]string, p.out.NumFields())
+	types := make([]arrow.DataType, p.out.NumFields())
+	for i, f := range p.out.Fields() {
+		names[i], types[i] = f.Name, f.Type
+	}
+	recs := make([]arrow.Record, 0, len(files))
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	for _, f := range files {
+		var groups [][]arrow.Array
+		for rg := range max(f.RowGroups, 1) {
+			c, err := r.columns(ctx, p.project, unit{file: f, rg: rg}, names, types)
+			if err != nil {
+				for _, g := range groups {
+					releaseAll(g)
+				}
+				return nil, err
+			}
+			groups = append(groups, c)
+		}
+		rec, err := concatGroups(p.out, groups)
+		for _, g := range groups {
+			releaseAll(g)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", f.Ref(), err)
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 1 && !anyDeleted(recs[0], p.out) {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	return mergeKeyed(memory.DefaultAllocator, def, p.out, recs)
+}
+
+// concatGroups joins the columns of a file's row groups into one record.
+func concatGroups(schema *arrow.Schema, groups [][]arrow.Array) (arrow.Record, error) {
+	out := make([]arrow.Array, schema.NumFields())
+	defer releaseAll(out)
+	rows := 0
+	for i := range out {
+		if len(groups) == 1 {
+			groups[0][i].Retain()
+			out[i] = groups[0][i]
+			continue
+		}
+		parts := make([]arrow.Array, len(groups))
+		for g := range groups {
+			parts[g] = groups[g][i]
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	if len(out) > 0 {
+		rows = out[0].Len()
+	}
+	return array.NewRecord(schema, out, int64(rows)), nil
+}
+
+// anyDeleted reports whether a record of a keyed table has a deleted row.
+func anyDeleted(rec arrow.Record, schema *arrow.Schema) bool {
+	idx := schema.FieldIndices(DeletedColumn)
+	if len(idx) != 1 {
+		return false
+	}
+	d, ok := rec.Column(idx[0]).(*array.Boolean)
+	if !ok {
+		return false
+	}
+	for i := range d.Len() {
+		if d.IsValid(i) && d.Value(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// projectKeyed cuts merged rows to the plan's key range and columns; nil
+// when no row is left.
+func projectKeyed(rec arrow.Record, want *scanPlan) (arrow.Record, error) {
+	n := int(rec.NumRows())
+	lo, hi := 0, n
+	if want.keyCol != "" {
+		idx := rec.Schema().FieldIndices(want.keyCol)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("no key column %q", want.keyCol)
+		}
+		lo, hi = keySlice(rec.Column(idx[0]), want.min, want.max)
+	}
+	if lo >= hi {
+		return nil, nil
+	}
+	out := make([]arrow.Array, want.out.NumFields())
+	for i, f := range want.out.Fields() {
+		c := rec.Column(rec.Schema().FieldIndices(f.Name)[0])
+		if lo == 0 && hi == n {
+			c.Retain()
+			out[i] = c
+		} else {
+			out[i] = array.NewSlice(c, int64(lo), int64(hi))
+		}
+	}
+	res := array.NewRecord(want.out, out, int64(hi-lo))
+	releaseAll(out)
+	return res, nil
 }

@@ -31,7 +31,26 @@ type Table struct {
 	// adds bytes. Every other column is dictionary encoded, falling back to
 	// plain encoding when the dictionary grows large.
 	NoDictionary []string
+	// Key, when set, makes the table keyed (an upsert table): a row stands
+	// for its key (the values of these columns) and replaces every row of
+	// the key written before it. Keyed tables have the columns "rev"
+	// (int64) and "deleted" (bool): within a partition, the row of a key
+	// with the highest rev is the key's row, and a deleted row removes
+	// the key. Writers add files of changed rows to a partition instead of
+	// rewriting it, with one row per key in a file and revs higher than
+	// every rev already in the partition (a counter that grows with each
+	// commit): compaction, which merges a partition's files into one
+	// without the deleted rows, relies on it. Scan merges them. Rows with
+	// no rev (files written before the column) have rev 0, and none is
+	// deleted. docs/rollups.md, "Keyed tables".
+	Key []string
 }
+
+// Columns of keyed tables.
+const (
+	RevColumn     = "rev"
+	DeletedColumn = "deleted"
+)
 
 var tableNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
@@ -70,6 +89,26 @@ func (t *Table) Validate() error {
 	for _, c := range t.NoDictionary {
 		if len(t.Schema.FieldIndices(c)) != 1 {
 			return fmt.Errorf("%w: table %q turns off the dictionary of %q, which is not a column", ErrInvalidTable, t.Name, c)
+		}
+	}
+	if len(t.Key) > 0 {
+		for i, c := range t.Key {
+			idx := t.Schema.FieldIndices(c)
+			if len(idx) != 1 || slices.Contains(t.Key[:i], c) {
+				return fmt.Errorf("%w: table %q has key column %q, which is not a column or named twice", ErrInvalidTable, t.Name, c)
+			}
+			if _, err := keyKindFor(t.Schema.Field(idx[0]).Type); err != nil {
+				return fmt.Errorf("%w: table %q key column %q: %w", ErrInvalidTable, t.Name, c, err)
+			}
+		}
+		for _, want := range []struct {
+			name string
+			dt   arrow.DataType
+		}{{RevColumn, arrow.PrimitiveTypes.Int64}, {DeletedColumn, arrow.FixedWidthTypes.Boolean}} {
+			idx := t.Schema.FieldIndices(want.name)
+			if len(idx) != 1 || !arrow.TypeEqual(t.Schema.Field(idx[0]).Type, want.dt) {
+				return fmt.Errorf("%w: keyed table %q needs a column %q of type %s", ErrInvalidTable, t.Name, want.name, want.dt)
+			}
 		}
 	}
 	return nil

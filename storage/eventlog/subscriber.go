@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -260,12 +261,12 @@ type subscription struct {
 	cons    jetstream.Consumer // group: the durable consumer
 	drained bool
 
-	ackWait time.Duration // the durable consumer's, for in-progress signals
+	ackWait atomic.Int64 // the durable consumer's AckWait (ns), for in-progress signals; set by open
 	// progress ticks every ackWait/2 while a handed-out message waits for
 	// its outcome (group mode); one ticker for the subscription rather
 	// than one per message. Used by the delivering goroutine only.
 	progress *time.Ticker
-	lastSeq  uint64 // replay: the last stream sequence handed out and done
+	lastSeq  uint64 // replay: the last stream sequence fetched (the fetcher's)
 
 	// Group mode: messages fetched and not handed out yet, in log order;
 	// queued is signalled when the queue grows.
@@ -304,7 +305,7 @@ func (sub *subscription) open() error {
 			return err
 		}
 		info := c.CachedInfo().Config
-		sub.ackWait = info.AckWait
+		sub.ackWait.Store(int64(info.AckWait))
 		opts = append(opts, jetstream.PullMaxMessages(cfg.Prefetch),
 			jetstream.WithMessagesErrOnMissingHeartbeat(false))
 		if info.PriorityPolicy == jetstream.PriorityPolicyPinned && slices.Contains(info.PriorityGroups, pinGroup) {
@@ -359,12 +360,38 @@ func (sub *subscription) current() jetstream.MessagesContext {
 func (sub *subscription) run() {
 	logger := sub.s.logger.With("topic", sub.r.topic)
 	if sub.s.cfg.Replay() {
-		sub.fetch(logger, func(jm jetstream.Msg) {
-			if sub.ctx.Err() != nil {
-				return // fetched but never handed out; nothing to give back
+		// A fetcher turns messages into Watermill messages up to Prefetch
+		// ahead, so that the next one is ready the moment the handler
+		// settles the last (decoding it then would put its cost on the
+		// handler's path). Nothing fetched is given back.
+		ready := make(chan prepared, sub.s.cfg.Prefetch)
+		fetched := make(chan struct{})
+		go func() {
+			defer close(fetched)
+			sub.fetch(logger, func(jm jetstream.Msg) {
+				p, ok := sub.prepare(jm, logger)
+				if !ok {
+					return
+				}
+				// A reopened iterator starts after what was fetched: the
+				// messages waiting in ready are still handed out.
+				sub.lastSeq = p.md.Sequence.Stream
+				select {
+				case ready <- p:
+				case <-sub.ctx.Done():
+				}
+			})
+		}()
+		for {
+			select {
+			case p := <-ready:
+				sub.deliver(p, logger)
+				continue
+			case <-sub.ctx.Done():
 			}
-			sub.deliver(jm, logger)
-		})
+			break
+		}
+		<-fetched
 		return
 	}
 	sub.queued = make(chan struct{}, 1)
@@ -379,7 +406,9 @@ func (sub *subscription) run() {
 		if !ok {
 			break
 		}
-		sub.deliver(jm, logger)
+		if p, ok := sub.prepare(jm, logger); ok {
+			sub.deliver(p, logger)
+		}
 	}
 	if sub.progress != nil {
 		sub.progress.Stop()
@@ -486,14 +515,15 @@ func (sub *subscription) takeQueue() []jetstream.Msg {
 // are in progress, so that it does not deliver them again while they wait
 // behind a slow handler. It returns the function that stops it.
 func (sub *subscription) keepQueueAlive() func() {
-	if sub.ackWait <= 0 {
+	ackWait := time.Duration(sub.ackWait.Load())
+	if ackWait <= 0 {
 		return func() {}
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(sub.ackWait / 2)
+		t := time.NewTicker(ackWait / 2)
 		defer t.Stop()
 		for {
 			select {
@@ -557,21 +587,41 @@ func (sub *subscription) unpin(logger *slog.Logger) {
 	}
 }
 
-// deliver hands one message out and waits for its outcome. A nacked
-// message is handed out again after NakDelay, before any other, so that
-// log order holds.
-func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
+// prepared is a fetched message and the Watermill message it is handed
+// out as first.
+type prepared struct {
+	jm jetstream.Msg
+	md *jetstream.MsgMetadata
+	wm *message.Message
+}
+
+// prepare turns a fetched message into the Watermill message to hand out;
+// false for a message without JetStream metadata (skipped).
+func (sub *subscription) prepare(jm jetstream.Msg, logger *slog.Logger) (prepared, bool) {
 	md, err := jm.Metadata()
 	if err != nil {
 		logger.Error("message without JetStream metadata; skipping it", "subject", jm.Subject(), "err", err)
-		return
+		return prepared{}, false
 	}
+	return prepared{jm: jm, md: md, wm: delivered(jm, md, md.NumDelivered)}, true
+}
+
+// delivered is the Watermill message of a delivery of jm.
+func delivered(jm jetstream.Msg, md *jetstream.MsgMetadata, delivery uint64) *message.Message {
+	wm := decode(jm.Headers(), jm.Data(), jm.Subject(), md.Sequence.Stream, md.Timestamp)
+	wm.Metadata.Set(MetaDelivery, strconv.FormatUint(delivery, 10))
+	wm.Metadata.Set(MetaPending, strconv.FormatUint(md.NumPending, 10))
+	return wm
+}
+
+// deliver hands one message out and waits for its outcome. A nacked
+// message is handed out again after NakDelay, before any other, so that
+// log order holds.
+func (sub *subscription) deliver(p prepared, logger *slog.Logger) {
+	jm, md, wm := p.jm, p.md, p.wm
 	replay := sub.s.cfg.Replay()
 	delivery := md.NumDelivered
 	for {
-		wm := decode(jm.Headers(), jm.Data(), jm.Subject(), md.Sequence.Stream, md.Timestamp)
-		wm.Metadata.Set(MetaDelivery, strconv.FormatUint(delivery, 10))
-		wm.Metadata.Set(MetaPending, strconv.FormatUint(md.NumPending, 10))
 		mctx, mcancel := context.WithCancel(context.WithoutCancel(sub.ctx))
 		wm.SetContext(mctx)
 
@@ -587,7 +637,6 @@ func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 		mcancel()
 		switch {
 		case acked:
-			sub.lastSeq = md.Sequence.Stream
 			if !replay {
 				// Sent without waiting for the server: a lost ack only
 				// means the message is delivered again.
@@ -607,6 +656,7 @@ func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 			case <-time.After(sub.s.cfg.NakDelay):
 			}
 			delivery++
+			wm = delivered(jm, md, delivery)
 		default:
 			// No outcome within CloseGrace after the subscription ended.
 			sub.giveBack(jm)
@@ -620,11 +670,11 @@ func (sub *subscription) deliver(jm jetstream.Msg, logger *slog.Logger) {
 // the subscription ends it waits at most CloseGrace more.
 func (sub *subscription) await(wm *message.Message, jm jetstream.Msg) (acked, nacked bool) {
 	var progress <-chan time.Time
-	if !sub.s.cfg.Replay() && sub.ackWait > 0 {
+	if ackWait := time.Duration(sub.ackWait.Load()); !sub.s.cfg.Replay() && ackWait > 0 {
 		// The first signal may come sooner than ackWait/2 after the
 		// message was handed out, never later.
 		if sub.progress == nil {
-			sub.progress = time.NewTicker(sub.ackWait / 2)
+			sub.progress = time.NewTicker(ackWait / 2)
 		}
 		progress = sub.progress.C
 	}

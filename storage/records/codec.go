@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Errors of Encode and Decode.
@@ -245,14 +246,38 @@ func sizeHint(b *Batch) int {
 // reused afterwards; a caller that keeps a single string for long can clone
 // it to let the rest go.
 func Decode(data []byte) (*Batch, error) {
+	var b Batch
+	if err := decode(data, &b, false); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// DecodeShared is Decode into b without copying: the strings and byte
+// slices of b alias data, which must stay unchanged while b is in use, and
+// b's event slice is reused. For a reader done with each batch before it
+// lets go of its bytes (the processor, one message at a time), it saves
+// a copy of every record. On error b holds nothing usable.
+func DecodeShared(data []byte, b *Batch) error {
+	return decode(data, b, true)
+}
+
+func decode(data []byte, out *Batch, shared bool) error {
+	events := out.Events[:0]
+	*out = Batch{}
 	if len(data) == 0 {
-		return nil, fmt.Errorf("cannot decode record: empty: %w", ErrCorrupt)
+		return fmt.Errorf("cannot decode record: empty: %w", ErrCorrupt)
 	}
 	if data[0] != Version {
-		return nil, fmt.Errorf("cannot decode record: version %d: %w", data[0], ErrUnknownVersion)
+		return fmt.Errorf("cannot decode record: version %d: %w", data[0], ErrUnknownVersion)
 	}
-	d := decoder{b: data, s: string(data), pos: 1}
-	var b Batch
+	d := decoder{b: data, pos: 1}
+	if shared {
+		d.s = unsafe.String(&data[0], len(data))
+	} else {
+		d.s = string(data)
+	}
+	b := out
 	b.Project = d.str()
 	b.Source = d.str()
 	b.SourceKind = SourceKind(d.byte1())
@@ -293,25 +318,33 @@ func Decode(data []byte) (*Batch, error) {
 		d.fail("event count")
 	}
 	if d.err != "" {
-		return nil, d.error()
+		return d.error()
 	}
 	switch {
 	case b.Mode != ModeConsentless && b.Mode != ModeFull:
-		return nil, fmt.Errorf("cannot decode record: collection mode %d: %w", b.Mode, ErrCorrupt)
+		return fmt.Errorf("cannot decode record: collection mode %d: %w", b.Mode, ErrCorrupt)
 	case b.SourceKind != SourceWebsite && b.SourceKind != SourceServer:
-		return nil, fmt.Errorf("cannot decode record: source kind %d: %w", b.SourceKind, ErrCorrupt)
+		return fmt.Errorf("cannot decode record: source kind %d: %w", b.SourceKind, ErrCorrupt)
 	}
 	if n > 0 {
-		b.Events = make([]Event, n)
+		if uint64(cap(events)) >= n {
+			b.Events = events[:n]
+			clear(b.Events)
+		} else {
+			b.Events = make([]Event, n)
+		}
 	}
 	for i := range b.Events {
 		d.event(&b.Events[i], b.ReceivedAt)
 		if d.err != "" {
-			return nil, fmt.Errorf("cannot decode record: event %d: %s: %w", i, d.err, ErrCorrupt)
+			return fmt.Errorf("cannot decode record: event %d: %s: %w", i, d.err, ErrCorrupt)
 		}
 	}
 	if d.pos != len(d.b) {
-		return nil, fmt.Errorf("cannot decode record: %d bytes after the last event: %w", len(d.b)-d.pos, ErrCorrupt)
+		return fmt.Errorf("cannot decode record: %d bytes after the last event: %w", len(d.b)-d.pos, ErrCorrupt)
+	}
+	if shared {
+		return nil
 	}
 	// Properties and the visitor hash still point into data: move them to
 	// one buffer of their own so that the batch does not alias data.
@@ -326,7 +359,7 @@ func Decode(data []byte) (*Batch, error) {
 			own, b.Events[i].Properties = appendOwn(own, b.Events[i].Properties)
 		}
 	}
-	return &b, nil
+	return nil
 }
 
 // appendOwn appends p to own and returns own and the copy, or nil for an

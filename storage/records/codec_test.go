@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -217,8 +218,29 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	var seed []byte
+	if len(files) > 0 {
+		raw, _ := os.ReadFile(files[0])
+		var b Batch
+		_ = json.Unmarshal(raw, &b)
+		seed, _ = Encode(&b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Decode(data)
+		// DecodeShared, into a batch that held another one, agrees.
+		var shared Batch
+		if seed != nil {
+			if err := DecodeShared(seed, &shared); err != nil {
+				t.Fatal(err)
+			}
+		}
+		serr := DecodeShared(data, &shared)
+		if (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
+			t.Fatalf("Decode: %v, DecodeShared: %v", err, serr)
+		}
+		if err == nil && !reflect.DeepEqual(normalized(b), normalized(&shared)) {
+			t.Fatalf("DecodeShared gives another batch than Decode:\n%+v\n%+v", b, &shared)
+		}
 		if err != nil {
 			if b != nil {
 				t.Fatalf("Decode returned a batch with error %v", err)
@@ -243,4 +265,53 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode(encode(decode(x))) differs from decode(x)")
 		}
 	})
+}
+
+// normalized is b with empty byte slices as nil, for comparing batches
+// decoded with and without copies.
+func normalized(b *Batch) *Batch {
+	c := *b
+	c.Events = slices.Clone(b.Events)
+	if len(c.Edge.VisitorHash) == 0 {
+		c.Edge.VisitorHash = nil
+	}
+	for i := range c.Events {
+		if len(c.Events[i].Properties) == 0 {
+			c.Events[i].Properties = nil
+		}
+	}
+	if len(c.Events) == 0 {
+		c.Events = nil
+	}
+	return &c
+}
+
+// TestDecodeSharedAgrees decodes every vector with and without copies,
+// into a batch reused from one vector to the next.
+func TestDecodeSharedAgrees(t *testing.T) {
+	files, _ := filepath.Glob("testdata/vectors/*.json")
+	if len(files) < 3 {
+		t.Fatalf("%d vectors", len(files))
+	}
+	var shared Batch
+	for _, p := range append(files, files...) {
+		b := readBatchJSON(t, p)
+		data, err := Encode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeShared(data, &shared); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normalized(want), normalized(&shared)) {
+			t.Fatalf("%s: DecodeShared gives\n%+v\nwant\n%+v", p, &shared, want)
+		}
+	}
+	if err := DecodeShared([]byte{Version, 0xff}, &shared); err == nil || shared.Project != "" || len(shared.Events) != 0 {
+		t.Fatalf("a corrupt record decoded: %v %+v", err, shared)
+	}
 }

@@ -15,11 +15,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mfhq/mf/processor"
 )
 
 // duckInput is what bench.mjs reads.
 type duckInput struct {
-	Files  map[string][]string `json:"files"`
+	Files map[string][]string `json:"files"`
+	// Keys are the key columns of the keyed tables among Files: DuckDB
+	// reads them merged (docs/rollups.md, "Keyed tables").
+	Keys   map[string][]string `json:"keys,omitempty"`
 	Lo     int64               `json:"lo"`
 	Hi     int64               `json:"hi"`
 	Funnel struct {
@@ -29,6 +34,17 @@ type duckInput struct {
 	Warmup int      `json:"warmup"`
 	N      int      `json:"n"`
 	Only   []string `json:"only,omitempty"`
+}
+
+// tableKeys returns the key columns of the keyed tables among names.
+func tableKeys(names []string) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range names {
+		if t := processor.Tables()[n]; t != nil && len(t.Key) > 0 {
+			out[n] = t.Key
+		}
+	}
+	return out
 }
 
 // duckOutput is what bench.mjs prints.

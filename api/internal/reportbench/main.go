@@ -222,7 +222,7 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		for _, f := range files {
 			nfiles += len(f)
 		}
-		in := duckInput{Files: files, Lo: lo.UnixMilli(), Hi: hi.UnixMilli(), Warmup: cfg.Warmup, N: cfg.N}
+		in := duckInput{Files: files, Keys: tableKeys(duckTables), Lo: lo.UnixMilli(), Hi: hi.UnixMilli(), Warmup: cfg.Warmup, N: cfg.N}
 		in.Funnel.Steps, in.Funnel.WindowMs = funnelSteps, funnelWindowDays*86_400_000
 		dd := cfg.DuckDir
 		if dd == "" {

@@ -181,7 +181,7 @@ func TestPipelineMatchesTheGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := duckInput{Files: files, Lo: ds.Truth.WindowFrom, Hi: ds.Truth.WindowTo, Warmup: 0, N: 1}
+	in := duckInput{Files: files, Keys: tableKeys(duckTables), Lo: ds.Truth.WindowFrom, Hi: ds.Truth.WindowTo, Warmup: 0, N: 1}
 	in.Funnel.Steps, in.Funnel.WindowMs = funnelSteps, funnelWindowDays*86_400_000
 	out, err := runDuckDB(ctx, "duckdb", in)
 	if err != nil {

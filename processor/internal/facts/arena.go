@@ -2,6 +2,7 @@ package facts
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -75,15 +76,37 @@ func (a *arena) put(s string, share bool) sref {
 
 // get returns the string of r. It points into the arena (no copy): state
 // that outlives the day must intern it (Engine.in) instead of keeping it.
-func (a *arena) get(r sref) string {
+func (a *arena) get(r sref) string { return getString(a.chunks, a.big, r) }
+
+// arenaReader reads strings by ref: an arena, or a view of one.
+type arenaReader interface{ get(sref) string }
+
+// arenaView is an arena's strings as they were when the view was taken.
+// The bytes of a string never change once stored and chunks never move,
+// so the view can be read on another goroutine while the arena grows:
+// only the arena's lists of chunks and big strings, which growing
+// rewrites, are copied (a few headers).
+type arenaView struct {
+	chunks [][]byte
+	big    []string
+}
+
+// view returns a view of the strings stored so far.
+func (a *arena) view() *arenaView {
+	return &arenaView{chunks: slices.Clone(a.chunks), big: a.big[:len(a.big):len(a.big)]}
+}
+
+func (v *arenaView) get(r sref) string { return getString(v.chunks, v.big, r) }
+
+func getString(chunks [][]byte, big []string, r sref) string {
 	switch {
 	case r == 0:
 		return ""
 	case r&bigRef != 0:
-		return a.big[r&^bigRef]
+		return big[r&^bigRef]
 	}
 	off := int(r - 1)
-	c := a.chunks[off/arenaChunk]
+	c := chunks[off/arenaChunk]
 	i := off % arenaChunk
 	n, k := binary.Uvarint(c[i:])
 	if n == 0 {

@@ -160,11 +160,19 @@ func (d *day) pack(in *Event) *event {
 // export returns the event as an Event (its strings point into the
 // day's arena).
 func (e *event) export() Event {
-	return Event{ID: e.ID, Time: e.Time, Name: e.Name(), Client: e.Client, Origin: e.Origin(),
-		Host: e.Host(), Path: e.Path(), Query: e.Query(), Title: e.Title(), Referrer: e.Referrer(),
+	var out Event
+	e.exportFrom(&e.d.strs, &out)
+	return out
+}
+
+// exportFrom sets out to the event, its strings read from a (the event's
+// day's arena, or a view of it).
+func (e *event) exportFrom(a arenaReader, out *Event) {
+	*out = Event{ID: e.ID, Time: e.Time, Name: a.get(e.name), Client: e.Client, Origin: a.get(e.origin),
+		Host: a.get(e.host), Path: a.get(e.path), Query: a.get(e.query), Title: a.get(e.title), Referrer: a.get(e.referrer),
 		Browser: e.Browser(), UserID: e.UserID(), SessionID: e.SessionID, Visitor: e.Visitor(),
-		Properties: e.Properties(), Revenue: e.Revenue(), Currency: e.Currency(),
-		Actions: e.Actions(), HasValue: e.HasValue, Value: e.Value, ValueCurrency: e.ValueCurrency(),
+		Properties: a.get(e.props), Revenue: a.get(e.revenue), Currency: a.get(e.currency),
+		Actions: a.get(e.actions), HasValue: e.HasValue, Value: e.Value, ValueCurrency: a.get(e.valueCur),
 		Purchase: e.Purchase, Derived: true}
 }
 
@@ -217,6 +225,8 @@ type Engine struct {
 	dc dayCache
 
 	dirtyEventDays map[int32]bool
+	// dirtyVisitDays are the days of the visits changed since the last
+	// Flush (where they start, and started before): Freeze keeps them.
 	dirtyVisitDays map[int32]bool
 	dirtyUnits     map[*node]bool
 	dirtySessions  map[*visit]bool
@@ -226,11 +236,23 @@ type Engine struct {
 	dirtyIdentity  map[*node]bool
 	segmentsAll    bool
 
-	// Partitions whose rows changed since the last Flush (events and
-	// conversions share dirtyEventDays).
-	dirtyPeopleBuckets   map[int]bool
-	dirtyIdentityBuckets map[int]bool
-	dirtyMemberBuckets   map[int]bool
+	// The rows of the keyed tables (visits, people, identities, members)
+	// that changed since the last Flush: visits by id (nil: the visit is
+	// gone), persons and claimed browsers by ref, and the membership of
+	// persons as last output (nil: none). visitOut is the day partition
+	// each visit's row was last output to, so that a visit that moves
+	// or vanishes leaves a deletion there.
+	dirtyVisits  map[Ref]*visit
+	dirtyPeople  map[Ref]bool
+	dirtyIdents  map[Ref]bool
+	dirtyMembers map[Ref][]string
+	visitOut     map[Ref]int32
+	// Partitions of the keyed tables to output whole (after a failed
+	// commit, or when the segments changed) instead of their changes.
+	wholeVisitDays  map[int32]bool
+	wholePeople     map[int]bool
+	wholeIdentities map[int]bool
+	wholeMembers    map[int]bool
 
 	bx       bucketIndex
 	segCount map[string]int // members per segment ref
@@ -272,9 +294,15 @@ func New(cfg Config) (*Engine, error) {
 		dirtyPersons:   map[*node]bool{},
 		dirtyIdentity:  map[*node]bool{},
 
-		dirtyPeopleBuckets:   map[int]bool{},
-		dirtyIdentityBuckets: map[int]bool{},
-		dirtyMemberBuckets:   map[int]bool{},
+		dirtyVisits:     map[Ref]*visit{},
+		dirtyPeople:     map[Ref]bool{},
+		dirtyIdents:     map[Ref]bool{},
+		dirtyMembers:    map[Ref][]string{},
+		visitOut:        map[Ref]int32{},
+		wholeVisitDays:  map[int32]bool{},
+		wholePeople:     map[int]bool{},
+		wholeIdentities: map[int]bool{},
+		wholeMembers:    map[int]bool{},
 	}
 	e.bucketsInit()
 	e.segCount = map[string]int{}
@@ -377,7 +405,9 @@ func ParseDay(s string) (int32, error) {
 	return int32(t.Unix() / 86400), nil
 }
 
-// AddBatch adds the events of a batch and returns how many were new.
+// AddBatch adds the events of a batch and returns how many were new. It
+// copies what it keeps of b: b and the bytes its strings point into may be
+// reused once it returns (records.DecodeShared).
 func (e *Engine) AddBatch(b *records.Batch) int {
 	c, visitor := e.batchClient(b)
 	n := 0
@@ -789,4 +819,5 @@ func (e *Engine) freezeVisit(v *visit) {
 	if v.session {
 		delete(e.sessions, v.id)
 	}
+	delete(e.visitOut, v.id) // final: never output again
 }

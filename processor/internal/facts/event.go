@@ -227,7 +227,9 @@ func (e *Engine) client(c Client) *Client {
 	p.Locale = e.in.get(c.Locale)
 	p.Source = e.in.get(c.Source)
 	if len(e.clients) < 1<<16 {
-		e.clients[c] = p
+		// Keyed by the interned copy: c's strings may point into a batch
+		// decoded without copies, which must not be kept alive.
+		e.clients[*p] = p
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package facts
 import (
 	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,10 +25,14 @@ func Bucket(r Ref) int { return int(r[0] >> 4) }
 func BucketName(b int) string { return "b" + string("0123456789abcdef"[b&15]) }
 
 // EventRow is a row of the events table: the event as kept (the archive
-// that replay reads) and what it belongs to.
+// that replay reads) and what it belongs to. It refers to the engine's
+// copy of the event, which never changes, and to the strings of its day as
+// they were at the Flush: it can be read on another goroutine while the
+// engine goes on (Fill), without a copy of the event being made at the
+// Flush.
 type EventRow struct {
-	// Event is the event as kept: shared with the engine, read-only.
-	*Event
+	ev   *event
+	strs *arenaView
 	// Unit is the ref of the browser, the user (no browser) or the
 	// consentless visitor of the event; zero when none.
 	Unit Ref
@@ -35,6 +40,56 @@ type EventRow struct {
 	// and "" when the event belongs to no visit.
 	Visit   Ref
 	Channel string
+}
+
+// Fill sets out to the event of the row. Its strings point into the
+// engine's memory of the event's day (no copy).
+func (r *EventRow) Fill(out *Event) { r.ev.exportFrom(r.strs, out) }
+
+// Event returns the event of the row (Fill).
+func (r *EventRow) Event() Event {
+	var e Event
+	r.Fill(&e)
+	return e
+}
+
+// Time and ID are the row's event's.
+func (r *EventRow) Time() int64      { return r.ev.Time }
+func (r *EventRow) ID() records.UUID { return r.ev.ID }
+
+// MarshalJSON writes the row as its event's fields and Unit, Visit,
+// Channel (for tests that compare rows).
+func (r EventRow) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Event
+		Unit, Visit Ref
+		Channel     string
+	}{r.Event(), r.Unit, r.Visit, r.Channel})
+}
+
+// SortEventRows puts rows in table order: unit, time, id.
+func SortEventRows(rows []EventRow) {
+	if len(rows) < 2 {
+		return
+	}
+	keys := make([]eventKey, len(rows))
+	sorted := true
+	for i := range rows {
+		k := &keys[i]
+		k.unit, k.id, k.time, k.row = rows[i].Unit, rows[i].ev.ID, rows[i].ev.Time, int32(i)
+		if sorted && i > 0 && compareEventKeys(&keys[i-1], k) > 0 {
+			sorted = false
+		}
+	}
+	if sorted {
+		return
+	}
+	slices.SortFunc(keys, func(a, b eventKey) int { return compareEventKeys(&a, &b) })
+	out := make([]EventRow, len(rows))
+	for i := range keys {
+		out[i] = rows[keys[i].row]
+	}
+	copy(rows, out)
 }
 
 // VisitRow is a row of the visits table.
@@ -59,6 +114,9 @@ type VisitRow struct {
 	LandingPath string
 	ExitPath    string // "" for consentless visits
 	Client      *Client
+	// Deleted marks the deletion of the visit ID from its partition (it
+	// moved to another day, or vanished); the other fields are zero.
+	Deleted bool
 }
 
 // ConversionRow is a row of the conversions table: one event that matched
@@ -88,18 +146,30 @@ type IdentityRow struct {
 	ClaimedAt int64
 	// Shared tells a browser on which more than one person signed in.
 	Shared bool
+	// Deleted marks a browser no longer claimed (Person is zero).
+	Deleted bool
 }
 
 // MemberRow is a row of the segment members table.
 type MemberRow struct {
 	Segment string // the segment's opaque ref
 	Person  Ref
+	// Deleted marks a person no longer in the segment.
+	Deleted bool
 }
 
-// Changes holds the full contents of every partition that changed since
-// the previous Flush, except for the days of EventAppend: their
-// EventDays and ConversionDays rows are to be added to the partitions'
-// rows (events were added, and no row output before changed).
+// Changes holds what changed since the previous Flush, by partition.
+//
+// EventDays and ConversionDays hold the full contents of their days,
+// except for the days of EventAppend: their rows are to be added to the
+// partitions' rows (events were added, and no row output before changed).
+//
+// VisitDays, People, Identities and Members are the keyed tables: their
+// rows are the rows that changed, and deletions (rows with Deleted set)
+// of rows output before, to be merged into the partitions by key (visits
+// by ID, people by Ref, identities by Unit, members by Segment and
+// Person); a partition in the Whole set of its table instead holds its
+// full contents, which replace the partition.
 type Changes struct {
 	EventDays      map[int32][]EventRow
 	ConversionDays map[int32][]ConversionRow
@@ -108,6 +178,11 @@ type Changes struct {
 	People         map[int][]*PersonRow
 	Identities     map[int][]IdentityRow
 	Members        map[int][]MemberRow
+
+	WholeVisitDays  map[int32]bool
+	WholePeople     map[int]bool
+	WholeIdentities map[int]bool
+	WholeMembers    map[int]bool
 }
 
 // DropRows lets go of the rows of the events, conversions, visits and
@@ -257,10 +332,10 @@ func (e *Engine) compute() {
 		switch {
 		case claimed:
 			e.bx.identities[b][n.ref] = n
-			e.dirtyIdentityBuckets[b] = true
+			e.dirtyIdents[n.ref] = true
 		case had:
 			delete(e.bx.identities[b], n.ref)
-			e.dirtyIdentityBuckets[b] = true
+			e.dirtyIdents[n.ref] = true
 		}
 	}
 	clear(e.dirtyIdentity)
@@ -274,7 +349,7 @@ func (e *Engine) recomputePerson(p *node, forceMembers bool) {
 	if !isPerson(p) {
 		if old != nil {
 			delete(e.bx.persons[b], p.ref)
-			e.dirtyPeopleBuckets[b] = true
+			e.dirtyPeople[p.ref] = true
 		}
 		e.setMembers(b, p.ref, nil)
 		return
@@ -284,7 +359,7 @@ func (e *Engine) recomputePerson(p *node, forceMembers bool) {
 		ps := new(personState)
 		*ps = st
 		e.bx.persons[b][p.ref] = ps
-		e.dirtyPeopleBuckets[b] = true
+		e.dirtyPeople[p.ref] = true
 	} else if !forceMembers {
 		return
 	}
@@ -303,12 +378,16 @@ func (e *Engine) setMembers(b int, ref Ref, mem []string) {
 	for _, s := range mem {
 		e.segCount[s]++
 	}
+	if _, ok := e.dirtyMembers[ref]; !ok {
+		// The membership as output before (slices are replaced, never
+		// modified).
+		e.dirtyMembers[ref] = cur
+	}
 	if len(mem) == 0 {
 		delete(e.bx.members[b], ref)
 	} else {
 		e.bx.members[b][ref] = mem
 	}
-	e.dirtyMemberBuckets[b] = true
 }
 
 // Members returns how many persons are in the segment with ref.
@@ -321,11 +400,11 @@ func (e *Engine) Settle() {
 	e.clearOutputs()
 }
 
-// RewriteMembers marks every partition of the members table changed
-// (membership stored under other segment definitions).
+// RewriteMembers has the next Flush output every partition of the members
+// table whole (membership stored under other segment definitions).
 func (e *Engine) RewriteMembers() {
 	for b := range Buckets {
-		e.dirtyMemberBuckets[b] = true
+		e.wholeMembers[b] = true
 	}
 }
 
@@ -339,15 +418,41 @@ func (e *Engine) clearOutputs() {
 		}
 	}
 	clear(e.dirtyEventDays)
+	// The visits' partitions as output: whole days first (every visit of
+	// the day is in it, and no other), then the changes.
+	if len(e.wholeVisitDays) > 0 {
+		for id, d := range e.visitOut {
+			if e.wholeVisitDays[d] {
+				delete(e.visitOut, id)
+			}
+		}
+		for d := range e.wholeVisitDays {
+			for v := range e.visitsByDay[d] {
+				e.visitOut[v.id] = d
+			}
+		}
+	}
+	for id, v := range e.dirtyVisits {
+		if v == nil {
+			delete(e.visitOut, id)
+			continue
+		}
+		e.visitOut[id] = e.DayOf(v.start)
+	}
+	clear(e.dirtyVisits)
 	clear(e.dirtyVisitDays)
-	clear(e.dirtyPeopleBuckets)
-	clear(e.dirtyIdentityBuckets)
-	clear(e.dirtyMemberBuckets)
+	clear(e.dirtyPeople)
+	clear(e.dirtyIdents)
+	clear(e.dirtyMembers)
+	clear(e.wholeVisitDays)
+	clear(e.wholePeople)
+	clear(e.wholeIdentities)
+	clear(e.wholeMembers)
 }
 
-// Flush brings the derived state up to date and returns the full rows of
-// every partition that changed since the last Flush. When writing them
-// fails, give them back with Restore so the next Flush includes them.
+// Flush brings the derived state up to date and returns what changed
+// since the last Flush (Changes). When writing it fails, give it back
+// with Restore so the next Flush includes it.
 func (e *Engine) Flush() *Changes {
 	e.compute()
 	ch := e.build(false)
@@ -355,13 +460,15 @@ func (e *Engine) Flush() *Changes {
 	return ch
 }
 
-// All returns the rows of every partition (for tests and replay).
+// All returns the full rows of every partition (for tests and replay).
 func (e *Engine) All() *Changes {
 	e.compute()
 	return e.build(true)
 }
 
-// Restore marks the partitions of ch changed again.
+// Restore has the next Flush output again what ch holds, which was not
+// stored: the days of events in full, and the partitions of the keyed
+// tables in ch whole (their stored contents are unknown).
 func (e *Engine) Restore(ch *Changes) {
 	for d := range ch.EventDays {
 		e.dirtyEventDays[d] = true
@@ -371,46 +478,42 @@ func (e *Engine) Restore(ch *Changes) {
 		}
 	}
 	for d := range ch.VisitDays {
+		e.wholeVisitDays[d] = true
 		e.dirtyVisitDays[d] = true
 	}
 	for b := range ch.People {
-		e.dirtyPeopleBuckets[b] = true
+		e.wholePeople[b] = true
 	}
 	for b := range ch.Identities {
-		e.dirtyIdentityBuckets[b] = true
+		e.wholeIdentities[b] = true
 	}
 	for b := range ch.Members {
-		e.dirtyMemberBuckets[b] = true
+		e.wholeMembers[b] = true
 	}
 }
 
 // Dirty reports whether a Flush would return anything.
 func (e *Engine) Dirty() bool {
-	return len(e.dirtyEventDays) > 0 || len(e.dirtyVisitDays) > 0 || len(e.dirtyPeopleBuckets) > 0 ||
-		len(e.dirtyIdentityBuckets) > 0 || len(e.dirtyMemberBuckets) > 0 || len(e.dirtyUnits) > 0 ||
+	return len(e.dirtyEventDays) > 0 || len(e.dirtyVisits) > 0 || len(e.dirtyPeople) > 0 ||
+		len(e.dirtyIdents) > 0 || len(e.dirtyMembers) > 0 || len(e.wholeVisitDays) > 0 ||
+		len(e.wholePeople) > 0 || len(e.wholeIdentities) > 0 || len(e.wholeMembers) > 0 || len(e.dirtyUnits) > 0 ||
 		len(e.dirtySessions) > 0 || len(e.dirtyBrowsers) > 0 || len(e.dirtyParts) > 0 ||
 		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll
 }
 
 func (e *Engine) build(all bool) *Changes {
 	ch := &Changes{
-		EventDays:      map[int32][]EventRow{},
-		ConversionDays: map[int32][]ConversionRow{},
-		EventAppend:    map[int32]bool{},
-		VisitDays:      map[int32][]VisitRow{},
-		People:         map[int][]*PersonRow{},
-		Identities:     map[int][]IdentityRow{},
-		Members:        map[int][]MemberRow{},
-	}
-	pick := func(dirty map[int32]bool, src []int32) []int32 {
-		if all {
-			return src
-		}
-		out := make([]int32, 0, len(dirty))
-		for d := range dirty {
-			out = append(out, d)
-		}
-		return out
+		EventDays:       map[int32][]EventRow{},
+		ConversionDays:  map[int32][]ConversionRow{},
+		EventAppend:     map[int32]bool{},
+		VisitDays:       map[int32][]VisitRow{},
+		People:          map[int][]*PersonRow{},
+		Identities:      map[int][]IdentityRow{},
+		Members:         map[int][]MemberRow{},
+		WholeVisitDays:  map[int32]bool{},
+		WholePeople:     map[int]bool{},
+		WholeIdentities: map[int]bool{},
+		WholeMembers:    map[int]bool{},
 	}
 	// Each partition's rows are one task: tasks only read the engine
 	// (and sort their own day's events), so they run in parallel, and
@@ -418,17 +521,23 @@ func (e *Engine) build(all bool) *Changes {
 	var tasks []func()
 	var mu sync.Mutex
 	dayKeys := make([]int32, 0, len(e.days))
-	for d := range e.days {
-		dayKeys = append(dayKeys, d)
+	if all {
+		for d := range e.days {
+			dayKeys = append(dayKeys, d)
+		}
+	} else {
+		for d := range e.dirtyEventDays {
+			dayKeys = append(dayKeys, d)
+		}
 	}
-	for _, d := range pick(e.dirtyEventDays, dayKeys) {
+	for _, d := range dayKeys {
 		dd := e.days[d]
 		appendOnly := !all && dd != nil && !dd.rewrite
 		tasks = append(tasks, func() {
 			var rows []EventRow
 			var conv []ConversionRow
 			if appendOnly {
-				rows, conv = e.rowsOf(dd.fresh, true), e.conversionsOf(dd.fresh)
+				rows, conv = e.rowsOf(dd, dd.fresh), e.conversionsOf(dd.fresh)
 			} else {
 				rows, conv = e.eventRows(d), e.conversionRows(d)
 			}
@@ -440,38 +549,132 @@ func (e *Engine) build(all bool) *Changes {
 			ch.EventDays[d], ch.ConversionDays[d] = rows, conv
 		})
 	}
-	visitKeys := make([]int32, 0, len(e.visitsByDay))
-	for d := range e.visitsByDay {
-		visitKeys = append(visitKeys, d)
+
+	// Visits: whole days, and the changes of the others by day.
+	wholeDays := e.wholeVisitDays
+	if all {
+		wholeDays = make(map[int32]bool, len(e.visitsByDay))
+		for d := range e.visitsByDay {
+			wholeDays[d] = true
+		}
 	}
-	for _, d := range pick(e.dirtyVisitDays, visitKeys) {
+	for d := range wholeDays {
 		tasks = append(tasks, func() {
 			rows := e.visitRows(d)
 			mu.Lock()
 			defer mu.Unlock()
 			ch.VisitDays[d] = rows
+			ch.WholeVisitDays[d] = true
 		})
 	}
+	if !all {
+		changed := map[int32][]*visit{}
+		gone := map[int32][]Ref{}
+		for id, v := range e.dirtyVisits {
+			at, stored := e.visitOut[id]
+			day := int32(0)
+			if v != nil {
+				day = e.DayOf(v.start)
+				if !wholeDays[day] {
+					changed[day] = append(changed[day], v)
+				}
+			}
+			if stored && (v == nil || at != day) && !wholeDays[at] {
+				gone[at] = append(gone[at], id)
+			}
+		}
+		days := map[int32]bool{}
+		for d := range changed {
+			days[d] = true
+		}
+		for d := range gone {
+			days[d] = true
+		}
+		for d := range days {
+			vs, ids := changed[d], gone[d]
+			tasks = append(tasks, func() {
+				rows := make([]VisitRow, 0, len(vs)+len(ids))
+				for _, id := range ids {
+					rows = append(rows, VisitRow{ID: id, Deleted: true})
+				}
+				for _, v := range vs {
+					rows = append(rows, e.visitRow(v))
+				}
+				sortVisitRows(rows)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.VisitDays[d] = rows
+			})
+		}
+	}
+
+	// People, identities and members: whole buckets, and the changes of
+	// the others.
+	var people, idents, members [Buckets][]Ref
+	if !all {
+		for ref := range e.dirtyPeople {
+			people[Bucket(ref)] = append(people[Bucket(ref)], ref)
+		}
+		for ref := range e.dirtyIdents {
+			idents[Bucket(ref)] = append(idents[Bucket(ref)], ref)
+		}
+		for ref := range e.dirtyMembers {
+			members[Bucket(ref)] = append(members[Bucket(ref)], ref)
+		}
+	}
 	for b := range Buckets {
-		if all || e.dirtyPeopleBuckets[b] {
+		switch {
+		case all || e.wholePeople[b]:
 			tasks = append(tasks, func() {
 				rows := e.personRows(b)
 				mu.Lock()
 				defer mu.Unlock()
 				ch.People[b] = rows
+				ch.WholePeople[b] = true
+			})
+		case len(people[b]) > 0:
+			refs := people[b]
+			tasks = append(tasks, func() {
+				rows := e.personChanges(b, refs)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.People[b] = rows
 			})
 		}
-		if all || e.dirtyIdentityBuckets[b] {
+		switch {
+		case all || e.wholeIdentities[b]:
 			tasks = append(tasks, func() {
 				rows := e.identityRows(b)
 				mu.Lock()
 				defer mu.Unlock()
 				ch.Identities[b] = rows
+				ch.WholeIdentities[b] = true
+			})
+		case len(idents[b]) > 0:
+			refs := idents[b]
+			tasks = append(tasks, func() {
+				rows := e.identityChanges(b, refs)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.Identities[b] = rows
 			})
 		}
-		if all || e.dirtyMemberBuckets[b] {
+		switch {
+		case all || e.wholeMembers[b]:
 			tasks = append(tasks, func() {
 				rows := e.memberRows(b)
+				mu.Lock()
+				defer mu.Unlock()
+				ch.Members[b] = rows
+				ch.WholeMembers[b] = true
+			})
+		case len(members[b]) > 0:
+			refs := members[b]
+			tasks = append(tasks, func() {
+				rows := e.memberChanges(b, refs)
+				if len(rows) == 0 {
+					return // memberships changed back
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				ch.Members[b] = rows
@@ -518,22 +721,17 @@ func (e *Engine) eventRows(dn int32) []EventRow {
 	if d == nil {
 		return nil
 	}
-	return e.rowsOf(d.events, false)
+	return e.rowsOf(d, d.events)
 }
 
-// rowsOf returns the rows of events in table order (unit, time, id);
-// events is sorted in place unless copy is set.
-func (e *Engine) rowsOf(events []*event, copy bool) []EventRow {
-	if copy {
-		events = slices.Clone(events)
-	}
-	sortEvents(events)
+// rowsOf returns the rows of events of day d, in no particular order
+// (SortEventRows).
+func (e *Engine) rowsOf(d *day, events []*event) []EventRow {
+	view := d.strs.view()
 	rows := make([]EventRow, len(events))
-	evs := make([]Event, len(events))
 	for i, ev := range events {
 		r := &rows[i]
-		evs[i] = ev.export()
-		r.Event = &evs[i]
+		r.ev, r.strs = ev, view
 		if ev.unit != nil {
 			r.Unit = ev.unit.ref
 		}
@@ -589,31 +787,58 @@ func (e *Engine) visitRows(dn int32) []VisitRow {
 	vs := e.visitsByDay[dn]
 	rows := make([]VisitRow, 0, len(vs))
 	for v := range vs {
-		r := VisitRow{ID: v.id, Session: v.session, Start: v.start, End: v.end, Events: v.events,
-			Pageviews: v.pageview, Consented: v.consented, Touch: *v.touch, ExitPath: v.exit}
-		if v.owner != nil {
-			r.Unit = v.owner.ref
-		}
-		switch {
-		case v.touchEv != nil && v.touchEv.part != nil:
-			r.Person = personOf(v.touchEv.part).ref
-		case len(v.parts) > 0:
-			for _, ev := range v.eventsOf(e) {
-				if ev.part != nil {
-					r.Person = personOf(ev.part).ref
-					break
-				}
+		rows = append(rows, e.visitRow(v))
+	}
+	sortVisitRows(rows)
+	return rows
+}
+
+// visitRow returns the row of a live visit.
+func (e *Engine) visitRow(v *visit) VisitRow {
+	r := VisitRow{ID: v.id, Session: v.session, Start: v.start, End: v.end, Events: v.events,
+		Pageviews: v.pageview, Consented: v.consented, Touch: *v.touch, ExitPath: v.exit}
+	if v.owner != nil {
+		r.Unit = v.owner.ref
+	}
+	switch {
+	case v.touchEv != nil && v.touchEv.part != nil:
+		r.Person = personOf(v.touchEv.part).ref
+	case len(v.parts) > 0:
+		for _, ev := range v.eventsOf(e) {
+			if ev.part != nil {
+				r.Person = personOf(ev.part).ref
+				break
 			}
 		}
-		if te := v.touchEv; te != nil {
-			r.LandingHost, r.LandingPath, r.Client = te.Host(), te.Path(), te.Client
-		}
-		rows = append(rows, r)
 	}
-	slices.SortFunc(rows, func(a, b VisitRow) int {
-		return cmp.Or(slices.Compare(a.Unit[:], b.Unit[:]), cmp.Compare(a.Start, b.Start), slices.Compare(a.ID[:], b.ID[:]))
+	if te := v.touchEv; te != nil {
+		r.LandingHost, r.LandingPath, r.Client = te.Host(), te.Path(), te.Client
+	}
+	return r
+}
+
+// sortVisitRows puts rows in table order (unit, start, id), sorting
+// indexes rather than the large rows.
+func sortVisitRows(rows []VisitRow) {
+	idx := make([]int32, len(rows))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(i, j int32) int {
+		a, b := &rows[i], &rows[j]
+		if c := bytesCompare16(&a.Unit, &b.Unit); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		return bytesCompare16(&a.ID, &b.ID)
 	})
-	return rows
+	sorted := make([]VisitRow, len(rows))
+	for i, j := range idx {
+		sorted[i] = rows[j]
+	}
+	copy(rows, sorted)
 }
 
 func (e *Engine) personRows(b int) []*PersonRow {
@@ -654,40 +879,70 @@ func (e *Engine) memberRows(b int) []MemberRow {
 	return rows
 }
 
-// eventKey is an event's place in table order, copied out of the event
-// so that sorting compares contiguous keys instead of following pointers.
+// personChanges returns the rows of the changed persons of bucket b (a
+// deletion for a ref that is no longer a person), by ref.
+func (e *Engine) personChanges(b int, refs []Ref) []*PersonRow {
+	slices.SortFunc(refs, func(a, b Ref) int { return bytesCompare16(&a, &b) })
+	rows := make([]PersonRow, len(refs))
+	out := make([]*PersonRow, len(refs))
+	for i, ref := range refs {
+		if p := e.bx.persons[b][ref]; p != nil {
+			p.row(&rows[i])
+		} else {
+			rows[i].Ref, rows[i].Deleted = ref, true
+		}
+		out[i] = &rows[i]
+	}
+	return out
+}
+
+// identityChanges returns the rows of the browsers of bucket b whose claim
+// changed (a deletion for one no longer claimed), by unit.
+func (e *Engine) identityChanges(b int, refs []Ref) []IdentityRow {
+	slices.SortFunc(refs, func(a, b Ref) int { return bytesCompare16(&a, &b) })
+	rows := make([]IdentityRow, 0, len(refs))
+	for _, ref := range refs {
+		n := e.bx.identities[b][ref]
+		if n == nil || n.kind != KindBrowser || n.claimer == nil {
+			rows = append(rows, IdentityRow{Unit: ref, Deleted: true})
+			continue
+		}
+		rows = append(rows, IdentityRow{Unit: n.ref, Person: n.claimer.ref, ClaimedAt: n.claimAt, Shared: len(n.signIns) > 1})
+	}
+	return rows
+}
+
+// memberChanges returns the membership rows that changed for the persons
+// of bucket b since they were last output: a row for each segment a
+// person entered, a deletion for each it left; by segment and person.
+func (e *Engine) memberChanges(b int, refs []Ref) []MemberRow {
+	var rows []MemberRow
+	for _, ref := range refs {
+		was, now := e.dirtyMembers[ref], e.bx.members[b][ref]
+		for _, s := range now {
+			if !slices.Contains(was, s) {
+				rows = append(rows, MemberRow{Segment: s, Person: ref})
+			}
+		}
+		for _, s := range was {
+			if !slices.Contains(now, s) {
+				rows = append(rows, MemberRow{Segment: s, Person: ref, Deleted: true})
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b MemberRow) int {
+		return cmp.Or(strings.Compare(a.Segment, b.Segment), slices.Compare(a.Person[:], b.Person[:]))
+	})
+	return rows
+}
+
+// eventKey is a row's place in table order, copied out of the row so
+// that sorting compares contiguous keys instead of following pointers.
 type eventKey struct {
 	unit Ref
 	id   Ref
 	time int64
-	ev   *event
-}
-
-// sortEvents puts events in table order (unit, time, id). Keeping a
-// day's events in that order, later flushes sort an almost sorted slice.
-func sortEvents(events []*event) {
-	if len(events) < 2 {
-		return
-	}
-	keys := make([]eventKey, len(events))
-	sorted := true
-	for i, ev := range events {
-		k := &keys[i]
-		if ev.unit != nil {
-			k.unit = ev.unit.ref
-		}
-		k.id, k.time, k.ev = ev.ID, ev.Time, ev
-		if sorted && i > 0 && compareEventKeys(&keys[i-1], k) > 0 {
-			sorted = false
-		}
-	}
-	if sorted {
-		return
-	}
-	slices.SortFunc(keys, func(a, b eventKey) int { return compareEventKeys(&a, &b) })
-	for i := range keys {
-		events[i] = keys[i].ev
-	}
+	row  int32
 }
 
 func compareEventKeys(a, b *eventKey) int {

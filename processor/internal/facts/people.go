@@ -183,6 +183,9 @@ func touchOf(t touchInfo) Touch {
 type PersonRow struct {
 	personScalars
 	Revenue Money
+	// Deleted marks a ref that is no longer a person (a browser claimed by
+	// a user); the other fields are zero.
+	Deleted bool
 }
 
 // personScalars are the comparable fields of a PersonRow.
@@ -293,7 +296,7 @@ func (e *Engine) reclaim(b *node) {
 		e.dirtyIdentity[b] = true
 		// The visits with events of b now count for another person.
 		for v := range b.partVisits.all() {
-			e.dirtyVisitDays[e.DayOf(v.start)] = true
+			e.visitChanged(v)
 		}
 	}
 	// The claim time or the shared flag may have changed.

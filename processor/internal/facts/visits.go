@@ -398,7 +398,9 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 			e.linkParts(v)
 			if !o.same(v) {
 				e.dirtyVisitDays[e.DayOf(o.start)] = true
-				e.dirtyVisitDays[e.DayOf(v.start)] = true
+				e.visitChanged(v)
+			} else if _, ok := e.dirtyVisits[v.id]; ok {
+				e.dirtyVisits[v.id] = v // the same row, from the new computation
 			}
 			if !sameTouch(o.touch, v.touch) || o.start != v.start || !slices.Equal(o.parts, v.parts) {
 				e.markParts(o)
@@ -411,17 +413,29 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 		}
 		e.indexVisit(v)
 		e.linkParts(v)
-		e.dirtyVisitDays[e.DayOf(v.start)] = true
+		e.visitChanged(v)
 		e.markVisitEvents(v)
 		e.markParts(v)
 	}
 	for _, o := range byID {
 		e.unindexVisit(o)
 		e.unlinkParts(o)
-		e.dirtyVisitDays[e.DayOf(o.start)] = true
+		e.visitGone(o)
 		e.markVisitEvents(o)
 		e.markParts(o)
 	}
+}
+
+// visitChanged records that the row of visit v changed (or is new).
+func (e *Engine) visitChanged(v *visit) {
+	e.dirtyVisits[v.id] = v
+	e.dirtyVisitDays[e.DayOf(v.start)] = true
+}
+
+// visitGone records that visit o no longer exists.
+func (e *Engine) visitGone(o *visit) {
+	e.dirtyVisits[o.id] = nil
+	e.dirtyVisitDays[e.DayOf(o.start)] = true
 }
 
 // linkParts records a visit with the parts that have events in it.
@@ -451,7 +465,7 @@ func (e *Engine) resession(v *visit) {
 			e.unindexVisit(v)
 			e.unlinkParts(v)
 			e.markParts(v)
-			e.dirtyVisitDays[e.DayOf(v.start)] = true
+			e.visitGone(v)
 		}
 		delete(e.sessions, v.id)
 		return
@@ -487,13 +501,13 @@ func (e *Engine) resession(v *visit) {
 	e.linkParts(v)
 	switch {
 	case fresh:
-		e.dirtyVisitDays[e.DayOf(v.start)] = true
+		e.visitChanged(v)
 		e.markVisitEvents(v)
 		e.markParts(v)
 		return
 	case !old.same(v):
 		e.dirtyVisitDays[e.DayOf(old.start)] = true
-		e.dirtyVisitDays[e.DayOf(v.start)] = true
+		e.visitChanged(v)
 	}
 	if !sameTouch(old.touch, v.touch) || old.start != v.start || !slices.Equal(old.parts, v.parts) {
 		e.markParts(&old)

@@ -1,13 +1,16 @@
 // Reads the processor's tables of one project with DuckDB: given on stdin a
-// JSON object {table: [parquet file paths]}, prints for each table its
-// columns with DuckDB's types, its row count and a few sums that the Go
-// side computes independently. Used by cmd/mf/process_e2e_test.go:
+// JSON object {"files": {table: [parquet file paths]}, "keys": {table:
+// [key columns]}}, prints for each table its columns with DuckDB's types,
+// its row count and a few sums that the Go side computes independently.
+// A keyed table is read as docs/rollups.md ("Keyed tables") says: per key
+// the row with the highest rev, unless it is deleted. Used by
+// cmd/mf/process_e2e_test.go:
 //
-//   node tables.mjs < files.json
+//   node tables.mjs < input.json
 import { DuckDBInstance } from '@duckdb/node-api';
 import { readFileSync } from 'node:fs';
 
-const files = JSON.parse(readFileSync(0, 'utf8'));
+const { files, keys } = JSON.parse(readFileSync(0, 'utf8'));
 const instance = await DuckDBInstance.create(':memory:');
 const conn = await instance.connect();
 
@@ -27,7 +30,11 @@ const sums = {
 
 const out = {};
 for (const [table, list] of Object.entries(files)) {
-  const src = 'read_parquet([' + list.map((f) => "'" + f.replaceAll("'", "''") + "'").join(',') + '], union_by_name = true)';
+  let src = 'read_parquet([' + list.map((f) => "'" + f.replaceAll("'", "''") + "'").join(',') + '], union_by_name = true)';
+  if (keys[table]) {
+    src = `(SELECT * FROM ${src} QUALIFY row_number() OVER (PARTITION BY ${keys[table].join(', ')}
+      ORDER BY coalesce(rev, 0) DESC) = 1 AND NOT coalesce(deleted, false))`;
+  }
   const t = {
     columns: await rows(`SELECT column_name AS name, column_type AS type FROM (DESCRIBE SELECT * FROM ${src})`),
     count: (await rows(`SELECT CAST(count(*) AS VARCHAR) AS n FROM ${src}`))[0].n,

@@ -7,8 +7,10 @@
 //   node bench.mjs INPUT.json
 //
 // INPUT.json: {"files": {"people": [paths], "visits": [...], "conversions":
-// [...], "identities": [...]}, "lo": ms, "hi": ms, "funnel": {"steps":
-// [action ids], "windowMs": ms}, "warmup": 3, "n": 50, "only": [names]}
+// [...], "identities": [...]}, "keys": {"people": ["ref"], ...}, "lo": ms,
+// "hi": ms, "funnel": {"steps": [action ids], "windowMs": ms}, "warmup": 3,
+// "n": 50, "only": [names]}. Keyed tables are read merged: per key the row
+// with the highest rev, unless it is deleted (docs/rollups.md).
 //
 // The SQL follows the tables of docs/processor.md: the person of a unit is
 // coalesce(identities.person, unit); visits.person and conversions.owner
@@ -36,7 +38,12 @@ for (const [table, paths] of Object.entries(input.files)) {
   if (paths.length === 0) {
     throw new Error(`no files for table ${table}`);
   }
-  await rows(`CREATE VIEW ${table} AS SELECT * FROM read_parquet(${list(paths)})`);
+  const key = (input.keys || {})[table];
+  const src = `read_parquet(${list(paths)}, union_by_name = true)`;
+  await rows(key
+    ? `CREATE VIEW ${table} AS SELECT * FROM ${src} QUALIFY row_number() OVER (PARTITION BY ${key.join(', ')}
+         ORDER BY coalesce(rev, 0) DESC) = 1 AND NOT coalesce(deleted, false)`
+    : `CREATE VIEW ${table} AS SELECT * FROM ${src}`);
 }
 
 const ts = (ms) => `to_timestamp(${Number(ms)} / 1000.0)`;
