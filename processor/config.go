@@ -42,15 +42,12 @@ type Config struct {
 	// backlog; BacklogLag how old a delivered message must be.
 	BacklogMessages uint64
 	BacklogLag      time.Duration
-	// CommitPace spaces a project's commits in a backlog by this many
-	// times the duration of its last commit (at least the interval):
-	// commits rewrite whole partitions, and under load this bounds the
-	// share of time they take. At the head of the log the wait is at most
-	// FlushInterval, and none after a commit made in a backlog, so that
-	// the end of a backlog is committed at once.
-	CommitPace float64
-	// MaxPendingEvents commits a project as soon as this many events wait,
-	// whatever the interval.
+	// MaxPendingEvents commits a project as soon as this many events wait
+	// (and no commit of it is in flight), whatever the interval: in a
+	// backlog, commits of bounded size follow one another, so that the
+	// memory a commit holds stays bounded and the end of the backlog is
+	// committed soon after its last batch is applied. (Commits add the
+	// rows that changed: committing often costs no rewrites.)
 	MaxPendingEvents int
 	// VisitTimeout ends a visit without sessionId (30 minutes).
 	VisitTimeout time.Duration
@@ -88,8 +85,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults: topic "batches", checkpoint
 // "processor", commits every 500ms (15s in a backlog of more than 10,000
-// messages or 10 seconds, or at 500,000 waiting events; and at most a
-// third of the time spent committing), 30-minute visits, a late window of
+// messages or 10 seconds, or at 200,000 waiting events), 30-minute
+// visits, a late window of
 // 31 days, the watermark in processor/watermark.json.
 func DefaultConfig() Config {
 	return Config{
@@ -99,8 +96,7 @@ func DefaultConfig() Config {
 		BacklogFlushInterval: 15 * time.Second,
 		BacklogMessages:      10_000,
 		BacklogLag:           10 * time.Second,
-		CommitPace:           2,
-		MaxPendingEvents:     500_000,
+		MaxPendingEvents:     200_000,
 		VisitTimeout:         30 * time.Minute,
 		LateWindow:           31 * 24 * time.Hour,
 		WatermarkKey:         "processor/watermark.json",
@@ -127,11 +123,11 @@ func (c Config) Validate() error {
 	if c.FlushInterval <= 0 || c.BacklogFlushInterval < c.FlushInterval {
 		errs = append(errs, fmt.Errorf("FlushInterval %v must be positive and BacklogFlushInterval %v at least as long", c.FlushInterval, c.BacklogFlushInterval))
 	}
-	if c.BacklogLag <= 0 || c.CommitPace < 0 {
-		errs = append(errs, fmt.Errorf("BacklogLag %v must be positive and CommitPace %v not negative", c.BacklogLag, c.CommitPace))
+	if c.BacklogLag <= 0 {
+		errs = append(errs, fmt.Errorf("BacklogLag %v must be positive", c.BacklogLag))
 	}
 	if c.MaxPendingEvents < 1 {
-		errs = append(errs, fmt.Errorf("MaxPendingEvents %d must be at least 1 (default 500,000)", c.MaxPendingEvents))
+		errs = append(errs, fmt.Errorf("MaxPendingEvents %d must be at least 1 (default 200,000)", c.MaxPendingEvents))
 	}
 	if c.VisitTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("VisitTimeout %v must be positive (30m)", c.VisitTimeout))

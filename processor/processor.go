@@ -143,15 +143,6 @@ type project struct {
 	since       time.Time
 	flushing    bool
 	retryAt     time.Time // no commit before (a failure's backoff)
-	// lastDone and lastTook are when the last successful commit finished
-	// and how long it took: the next one waits for a multiple of it
-	// (Config.CommitPace).
-	lastDone time.Time
-	lastTook time.Duration
-	// lastBacklog: the last commit started in a backlog. Its duration
-	// (long, and taken while sharing the CPU with the backlog) sets no
-	// pace at the head of the log.
-	lastBacklog bool
 	failures    int
 
 	compactedAt, collectedAt time.Time
@@ -576,7 +567,7 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		if ps.flushing || !ps.pending && !ps.engine.Dirty() {
 			continue
 		}
-		if !all && (now.Before(ps.retryAt) || now.Before(ps.lastDone.Add(p.pace(ps.lastTook, ps.lastBacklog)))) {
+		if !all && now.Before(ps.retryAt) {
 			continue
 		}
 		due := all || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
@@ -585,23 +576,6 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		}
 		p.startCommit(ctx, ps)
 	}
-}
-
-// pace returns how long after a commit that took took the next one of
-// the project may start: CommitPace times as long in a backlog, so that
-// commits (which rewrite the partitions they touch) take a bounded share
-// of the time; at the head of the log, where freshness matters, at most
-// FlushInterval, and not at all after a commit started in a backlog
-// (inBacklog), so that the end of a backlog is committed at once.
-func (p *Processor) pace(took time.Duration, inBacklog bool) time.Duration {
-	if !p.backlog && inBacklog {
-		return 0
-	}
-	d := time.Duration(p.cfg.CommitPace * float64(took))
-	if !p.backlog {
-		d = min(d, p.cfg.FlushInterval)
-	}
-	return d
 }
 
 // commitResult is the outcome of a commit in flight.
@@ -719,10 +693,6 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		ps.generation = r.manifest.Generation
 		ps.uncommitted = ps.nextFirst
 		ps.failures = 0
-		// Commits rewrite whole partitions: under load, let a commit's cost
-		// set the pace so that commits take a bounded share of the time
-		// (flushDue, pace).
-		ps.lastDone, ps.lastTook, ps.lastBacklog = time.Now(), r.took, r.backlog
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
 		}

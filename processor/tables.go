@@ -258,13 +258,23 @@ type builder struct {
 // buildRecord builds a record of schema s from n rows that fill appends,
 // row by row.
 func buildRecord(alloc memory.Allocator, s *arrow.Schema, n int, fill func(b *builder)) arrow.Record {
+	return buildRecordMeasured(alloc, s, n, true, fill)
+}
+
+// buildRecordMeasured is buildRecord, with the measuring pass only when
+// measure is set: rows whose strings cost more to produce twice than a
+// string buffer costs to grow (events, read from the engine's arenas)
+// are appended in one pass.
+func buildRecordMeasured(alloc memory.Allocator, s *arrow.Schema, n int, measure bool, fill func(b *builder)) arrow.Record {
 	rb := array.NewRecordBuilder(alloc, s)
 	rb.Reserve(n)
 	b := &builder{rb: rb, measure: true, sizes: make([]int, s.NumFields())}
-	fill(b)
-	for i, size := range b.sizes {
-		if sb, ok := rb.Field(i).(*array.StringBuilder); ok && size > 0 {
-			sb.ReserveData(size)
+	if measure {
+		fill(b)
+		for i, size := range b.sizes {
+			if sb, ok := rb.Field(i).(*array.StringBuilder); ok && size > 0 {
+				sb.ReserveData(size)
+			}
 		}
 	}
 	b.measure = false
@@ -393,7 +403,7 @@ func (b *builder) record() arrow.Record {
 func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
 	facts.SortEventRows(rows)
 	var ev facts.Event
-	return buildRecord(alloc, eventsSchema, len(rows), func(b *builder) {
+	return buildRecordMeasured(alloc, eventsSchema, len(rows), false, func(b *builder) {
 		for i := range rows {
 			row := &rows[i]
 			row.Fill(&ev)

@@ -78,9 +78,6 @@ func (a *arena) put(s string, share bool) sref {
 // that outlives the day must intern it (Engine.in) instead of keeping it.
 func (a *arena) get(r sref) string { return getString(a.chunks, a.big, r) }
 
-// arenaReader reads strings by ref: an arena, or a view of one.
-type arenaReader interface{ get(sref) string }
-
 // arenaView is an arena's strings as they were when the view was taken.
 // The bytes of a string never change once stored and chunks never move,
 // so the view can be read on another goroutine while the arena grows:
@@ -96,7 +93,7 @@ func (a *arena) view() *arenaView {
 	return &arenaView{chunks: slices.Clone(a.chunks), big: a.big[:len(a.big):len(a.big)]}
 }
 
-func (v *arenaView) get(r sref) string { return getString(v.chunks, v.big, r) }
+func (v arenaView) get(r sref) string { return getString(v.chunks, v.big, r) }
 
 func getString(chunks [][]byte, big []string, r sref) string {
 	switch {

@@ -161,13 +161,13 @@ func (d *day) pack(in *Event) *event {
 // day's arena).
 func (e *event) export() Event {
 	var out Event
-	e.exportFrom(&e.d.strs, &out)
+	e.exportFrom(arenaView{chunks: e.d.strs.chunks, big: e.d.strs.big}, &out)
 	return out
 }
 
-// exportFrom sets out to the event, its strings read from a (the event's
-// day's arena, or a view of it).
-func (e *event) exportFrom(a arenaReader, out *Event) {
+// exportFrom sets out to the event, its strings read from a (a view of the
+// event's day's arena).
+func (e *event) exportFrom(a arenaView, out *Event) {
 	*out = Event{ID: e.ID, Time: e.Time, Name: a.get(e.name), Client: e.Client, Origin: a.get(e.origin),
 		Host: a.get(e.host), Path: a.get(e.path), Query: a.get(e.query), Title: a.get(e.title), Referrer: a.get(e.referrer),
 		Browser: e.Browser(), UserID: e.UserID(), SessionID: e.SessionID, Visitor: e.Visitor(),
@@ -195,6 +195,16 @@ type day struct {
 	// channel, an event replaced), so all rows must be output again.
 	fresh   []*event
 	rewrite bool
+	// dirty: the day is in Engine.dirtyEventDays (markEventDay).
+	dirty bool
+}
+
+// markEventDay records that the events partition of day d changed.
+func (e *Engine) markEventDay(d *day) {
+	if !d.dirty {
+		d.dirty = true
+		e.dirtyEventDays[d.num] = true
+	}
 }
 
 // Engine derives the facts of one project. It is not safe for concurrent
@@ -224,7 +234,13 @@ type Engine struct {
 
 	dc dayCache
 
-	dirtyEventDays map[int32]bool
+	// batchAnon and batchRef: the last anonymousId of the batch being
+	// added and its ref; lastBrowser the last browser node looked up.
+	batchAnon   string
+	batchRef    Ref
+	lastBrowser *node
+
+	dirtyEventDays map[int32]bool // each such day also has day.dirty set
 	// dirtyVisitDays are the days of the visits changed since the last
 	// Flush (where they start, and started before): Freeze keeps them.
 	dirtyVisitDays map[int32]bool
@@ -234,6 +250,11 @@ type Engine struct {
 	dirtyParts     map[*node]bool
 	dirtyPersons   map[*node]bool
 	dirtyIdentity  map[*node]bool
+	// The marks of the units, parts and sessions in dirtyUnits, dirtyParts
+	// and dirtySessions (node.markUnit, node.markPart, visit.markSession
+	// equal to these): an event checks its objects' marks instead of
+	// writing the same map entries again; clearing a map moves its epoch.
+	epochUnits, epochParts, epochSessions uint32
 	segmentsAll    bool
 
 	// The rows of the keyed tables (visits, people, identities, members)
@@ -305,6 +326,7 @@ func New(cfg Config) (*Engine, error) {
 		wholeMembers:    map[int]bool{},
 	}
 	e.bucketsInit()
+	e.epochUnits, e.epochParts, e.epochSessions = 1, 1, 1
 	e.segCount = map[string]int{}
 	e.dc.loc = cfg.Location
 	e.setCatalog(cfg.Actions, cfg.Segments)
@@ -410,6 +432,9 @@ func ParseDay(s string) (int32, error) {
 // reused once it returns (records.DecodeShared).
 func (e *Engine) AddBatch(b *records.Batch) int {
 	c, visitor := e.batchClient(b)
+	// The last anonymousId of this batch and its ref (fillEvent): it
+	// points into b, so it is forgotten when AddBatch returns.
+	defer func() { e.batchAnon = "" }()
 	n := 0
 	for i := range b.Events {
 		var ev Event
@@ -611,7 +636,14 @@ func (e *Engine) nodeFor(kind byte, raw string, ref Ref) *node {
 	return n
 }
 
-func (e *Engine) browser(ref Ref) *node { return e.nodeFor(KindBrowser, "", ref) }
+func (e *Engine) browser(ref Ref) *node {
+	if e.lastBrowser != nil && e.lastBrowser.ref == ref {
+		return e.lastBrowser
+	}
+	n := e.nodeFor(KindBrowser, "", ref)
+	e.lastBrowser = n
+	return n
+}
 
 func (e *Engine) user(uid string) *node {
 	if n, ok := e.users[uid]; ok {
@@ -623,12 +655,33 @@ func (e *Engine) user(uid string) *node {
 	return n
 }
 
+func (e *Engine) markUnit(n *node) {
+	if n.markUnit != e.epochUnits {
+		n.markUnit = e.epochUnits
+		e.dirtyUnits[n] = true
+	}
+}
+
+func (e *Engine) markPart(n *node) {
+	if n.markPart != e.epochParts {
+		n.markPart = e.epochParts
+		e.dirtyParts[n] = true
+	}
+}
+
+func (e *Engine) markSession(v *visit) {
+	if v.markSession != e.epochSessions {
+		v.markSession = e.epochSessions
+		e.dirtySessions[v] = true
+	}
+}
+
 // insert records a new event and marks what it makes dirty.
 func (e *Engine) insert(d *day, ev *event, in *Event) {
 	d.events = append(d.events, ev)
 	d.fresh = append(d.fresh, ev)
 	d.ids[ev.ID] = ev
-	e.dirtyEventDays[d.num] = true
+	e.markEventDay(d)
 
 	var b, u *node
 	if !in.Browser.IsZero() {
@@ -658,14 +711,14 @@ func (e *Engine) insert(d *day, ev *event, in *Event) {
 			e.sessions[ev.SessionID] = v
 		}
 		v.members = append(v.members, ev)
-		e.dirtySessions[v] = true
+		e.markSession(v)
 	} else if ev.clusterable() {
 		ev.unit.addCluster(ev)
-		e.dirtyUnits[ev.unit] = true
+		e.markUnit(ev.unit)
 	}
 	if ev.part != nil {
 		ev.part.addToDay(ev, e)
-		e.dirtyParts[ev.part] = true
+		e.markPart(ev.part)
 	}
 	if b != nil && u != nil {
 		if b.signIn(u, ev.key()) {
@@ -683,21 +736,21 @@ func (e *Engine) remove(d *day, ev *event) {
 	}
 	delete(d.ids, ev.ID)
 	d.rewrite = true
-	e.dirtyEventDays[d.num] = true
+	e.markEventDay(d)
 	if !ev.SessionID.IsZero() {
 		if v := e.sessions[ev.SessionID]; v != nil {
 			if j := slices.Index(v.members, ev); j >= 0 {
 				v.members = slices.Delete(v.members, j, j+1)
 			}
-			e.dirtySessions[v] = true
+			e.markSession(v)
 		}
 	} else if ev.clusterable() {
 		ev.unit.removeCluster(ev)
-		e.dirtyUnits[ev.unit] = true
+		e.markUnit(ev.unit)
 	}
 	if ev.part != nil {
 		ev.part.rebuildDay(d, e)
-		e.dirtyParts[ev.part] = true
+		e.markPart(ev.part)
 	}
 	if br, uid := ev.Browser(), ev.UserID(); !br.IsZero() && uid != "" {
 		b := e.browser(br)
@@ -784,6 +837,7 @@ func (e *Engine) Freeze(horizon int64) {
 		u.dropClusterBefore(end)
 		if u.kind == KindVisitor && len(u.cluster) == 0 && len(u.visits) == 0 {
 			delete(e.nodes, u.ref)
+			e.lastBrowser = nil
 		}
 	}
 	e.frozen = true

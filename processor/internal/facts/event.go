@@ -176,7 +176,11 @@ func (e *Engine) fillEvent(ev *Event, b *records.Batch, r *records.Event, c *Cli
 	}
 	if b.Mode == records.ModeFull {
 		if r.AnonymousID != "" {
-			ev.Browser = e.browserRef(r.AnonymousID)
+			// The events of a batch mostly share their browser.
+			if r.AnonymousID != e.batchAnon {
+				e.batchAnon, e.batchRef = r.AnonymousID, e.browserRef(r.AnonymousID)
+			}
+			ev.Browser = e.batchRef
 		}
 		ev.UserID = r.UserID
 		ev.SessionID = r.SessionID

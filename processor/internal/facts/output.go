@@ -44,7 +44,7 @@ type EventRow struct {
 
 // Fill sets out to the event of the row. Its strings point into the
 // engine's memory of the event's day (no copy).
-func (r *EventRow) Fill(out *Event) { r.ev.exportFrom(r.strs, out) }
+func (r *EventRow) Fill(out *Event) { r.ev.exportFrom(*r.strs, out) }
 
 // Event returns the event of the row (Fill).
 func (r *EventRow) Event() Event {
@@ -303,16 +303,19 @@ func (e *Engine) compute() {
 		e.resession(v)
 	}
 	clear(e.dirtySessions)
+	e.epochSessions++
 	for n := range e.dirtyUnits {
 		e.recluster(n)
 	}
 	clear(e.dirtyUnits)
+	e.epochUnits++
 	for n := range e.dirtyParts {
 		if p := personOf(n); p != nil {
 			e.dirtyPersons[p] = true
 		}
 	}
 	clear(e.dirtyParts)
+	e.epochParts++
 	if e.segmentsAll {
 		for _, n := range e.nodes {
 			if isPerson(n) {
@@ -414,7 +417,7 @@ func (e *Engine) clearOutputs() {
 			for _, ev := range dd.fresh {
 				ev.out = true
 			}
-			dd.fresh, dd.rewrite = nil, false
+			dd.fresh, dd.rewrite, dd.dirty = nil, false, false
 		}
 	}
 	clear(e.dirtyEventDays)
@@ -471,10 +474,10 @@ func (e *Engine) All() *Changes {
 // tables in ch whole (their stored contents are unknown).
 func (e *Engine) Restore(ch *Changes) {
 	for d := range ch.EventDays {
-		e.dirtyEventDays[d] = true
 		if dd := e.days[d]; dd != nil {
 			// The rows appended were not stored: write the day whole.
 			dd.rewrite = true
+			e.markEventDay(dd)
 		}
 	}
 	for d := range ch.VisitDays {

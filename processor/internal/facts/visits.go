@@ -29,6 +29,9 @@ type node struct {
 	// Part role.
 	days partDays
 
+	// Marks of the dirty sets it is in (Engine.markUnit, markPart).
+	markUnit, markPart uint32
+
 	// Identity role.
 	signIns map[*node]evKey    // browser: earliest sign-in of each user on it
 	claimer *node              // browser: the user who claims it
@@ -182,6 +185,7 @@ type visit struct {
 	landing          string // the touch event's path
 	consented        bool
 	touch            *channels.Touch // shared (Engine.touchOf)
+	markSession      uint32          // Engine.markSession
 }
 
 // info is what a visit contributes to its person's first and last touch.
@@ -454,7 +458,7 @@ func (e *Engine) unlinkParts(v *visit) {
 // markParts marks the persons of a visit's parts.
 func (e *Engine) markParts(v *visit) {
 	for _, p := range v.parts {
-		e.dirtyParts[p] = true
+		e.markPart(p)
 	}
 }
 
@@ -545,7 +549,7 @@ func (e *Engine) markEventDays(t0, t1 int64) {
 	for d := e.DayOf(t0); d <= e.DayOf(t1); d++ {
 		if dd := e.days[d]; dd != nil {
 			dd.rewrite = true
-			e.dirtyEventDays[d] = true
+			e.markEventDay(dd)
 		}
 	}
 }
