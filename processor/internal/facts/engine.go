@@ -255,7 +255,7 @@ type Engine struct {
 	// equal to these): an event checks its objects' marks instead of
 	// writing the same map entries again; clearing a map moves its epoch.
 	epochUnits, epochParts, epochSessions uint32
-	segmentsAll    bool
+	segmentsAll                           bool
 
 	// The rows of the keyed tables (visits, people, identities, members)
 	// that changed since the last Flush: visits by id (nil: the visit is
