@@ -215,6 +215,8 @@ type Engine struct {
 	origins map[originKey]string // formatted page origins and referrers
 	clients map[Client]*Client
 	touches map[channels.Touch]*channels.Touch
+	// noneTouch is the touch of a person without visits (channel none).
+	noneTouch *channels.Touch
 	acts    *actionSet
 	actByID map[string]*action
 	segs    []*segment
@@ -327,6 +329,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.bucketsInit()
 	e.epochUnits, e.epochParts, e.epochSessions = 1, 1, 1
+	e.noneTouch = e.touchOf(channels.Touch{Channel: channels.None})
 	e.segCount = map[string]int{}
 	e.dc.loc = cfg.Location
 	e.setCatalog(cfg.Actions, cfg.Segments)

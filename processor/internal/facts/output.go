@@ -323,9 +323,7 @@ func (e *Engine) compute() {
 			}
 		}
 	}
-	for p := range e.dirtyPersons {
-		e.recomputePerson(p, e.segmentsAll)
-	}
+	e.recomputePersons(e.segmentsAll)
 	clear(e.dirtyPersons)
 	e.segmentsAll = false
 	for n := range e.dirtyIdentity {
@@ -344,29 +342,70 @@ func (e *Engine) compute() {
 	clear(e.dirtyIdentity)
 }
 
-// recomputePerson updates the cached row and membership of person node p
-// (or removes them when p is no longer a person).
-func (e *Engine) recomputePerson(p *node, forceMembers bool) {
-	b := Bucket(p.ref)
-	old := e.bx.persons[b][p.ref]
-	if !isPerson(p) {
-		if old != nil {
-			delete(e.bx.persons[b], p.ref)
-			e.dirtyPeople[p.ref] = true
+// personUpdate is a dirty person recomputed: its new state when it
+// changed, its membership when it changed or must be written again.
+type personUpdate struct {
+	p          *node
+	state      *personState // nil: unchanged (or no longer a person)
+	members    []string
+	setMembers bool
+}
+
+// recomputePersons updates the cached rows and memberships of the dirty
+// persons (or removes them for nodes that are no longer persons). The
+// persons are computed in parallel (Config.BuildWorkers): computing only
+// reads the engine; their results are then applied in turn.
+func (e *Engine) recomputePersons(forceMembers bool) {
+	ups := make([]personUpdate, 0, len(e.dirtyPersons))
+	for p := range e.dirtyPersons {
+		ups = append(ups, personUpdate{p: p})
+	}
+	const chunk = 256
+	var tasks []func()
+	for lo := 0; lo < len(ups); lo += chunk {
+		part := ups[lo:min(lo+chunk, len(ups))]
+		tasks = append(tasks, func() {
+			for i := range part {
+				e.computePersonUpdate(&part[i], forceMembers)
+			}
+		})
+	}
+	runParallel(tasks, e.cfg.BuildWorkers)
+	for i := range ups {
+		u := &ups[i]
+		b := Bucket(u.p.ref)
+		if !isPerson(u.p) {
+			if e.bx.persons[b][u.p.ref] != nil {
+				delete(e.bx.persons[b], u.p.ref)
+				e.dirtyPeople[u.p.ref] = true
+			}
+			e.setMembers(b, u.p.ref, nil)
+			continue
 		}
-		e.setMembers(b, p.ref, nil)
+		if u.state != nil {
+			e.bx.persons[b][u.p.ref] = u.state
+			e.dirtyPeople[u.p.ref] = true
+		}
+		if u.setMembers {
+			e.setMembers(b, u.p.ref, u.members)
+		}
+	}
+}
+
+// computePersonUpdate computes a dirty person (it only reads the engine).
+func (e *Engine) computePersonUpdate(u *personUpdate, forceMembers bool) {
+	if !isPerson(u.p) {
 		return
 	}
-	f := e.computePerson(p)
+	old := e.bx.persons[Bucket(u.p.ref)][u.p.ref]
+	f := e.computePerson(u.p)
 	if st := newPersonState(f); old == nil || !old.equal(&st) {
-		ps := new(personState)
-		*ps = st
-		e.bx.persons[b][p.ref] = ps
-		e.dirtyPeople[p.ref] = true
+		u.state = new(personState)
+		*u.state = st
 	} else if !forceMembers {
 		return
 	}
-	e.setMembers(b, p.ref, e.membership(f))
+	u.members, u.setMembers = e.membership(f), true
 }
 
 // setMembers records a person's membership, keeping the counts.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/storage/catalog"
 )
 
@@ -399,7 +398,7 @@ func (e *Engine) computePerson(p *node) *personFacts {
 			f.last = vs.lastOut
 		}
 	} else {
-		none := touchInfo{touch: e.touchOf(channels.Touch{Channel: channels.None})}
+		none := touchInfo{touch: e.noneTouch}
 		f.first, f.last = none, none
 	}
 	row.FirstTouch, row.LastTouch = touchOf(f.first), touchOf(f.last)
