@@ -217,10 +217,10 @@ type Engine struct {
 	touches map[channels.Touch]*channels.Touch
 	// noneTouch is the touch of a person without visits (channel none).
 	noneTouch *channels.Touch
-	acts    *actionSet
-	actByID map[string]*action
-	segs    []*segment
-	catFP   string
+	acts      *actionSet
+	actByID   map[string]*action
+	segs      []*segment
+	catFP     string
 
 	days     map[int32]*day
 	nodes    map[Ref]*node
