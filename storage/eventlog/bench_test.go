@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,20 +97,31 @@ func BenchmarkPublish(b *testing.B) {
 	}
 }
 
-// BenchmarkConsume measures a consumer group reading messages and acking
-// each (the processor's path): ns/op is the time per message. "large" are
+// BenchmarkConsume measures a subscriber reading messages and acking each:
+// ns/op is the time per message. "large" are
 // 300 KiB messages (a big batch), "small" 600 bytes (a browser batch of one
 // to three events, the common case).
+//
+// Each size is read from a position (replay mode, SubscribeAfter: how the
+// processor reads) and in a consumer group (acked message by message). The
+// process's CPU time per message is reported too (cpu-ns/msg: server,
+// client and subscriber together).
 func BenchmarkConsume(b *testing.B) {
 	for _, size := range []struct {
 		name  string
 		bytes int
 	}{{"large", benchPayloadSize}, {"small", 600}} {
-		b.Run(size.name, func(b *testing.B) { benchConsume(b, size.bytes) })
+		for _, group := range []string{"", "bench"} {
+			name := size.name + "/position"
+			if group != "" {
+				name = size.name + "/group"
+			}
+			b.Run(name, func(b *testing.B) { benchConsume(b, size.bytes, group) })
+		}
 	}
 }
 
-func benchConsume(b *testing.B, size int) {
+func benchConsume(b *testing.B, size int, group string) {
 	payload := make([]byte, size)
 	if _, err := rand.Read(payload); err != nil {
 		b.Fatal(err)
@@ -126,7 +138,7 @@ func benchConsume(b *testing.B, size int) {
 			msgs = msgs[:0]
 		}
 	}
-	sub, err := l.Subscriber(DefaultSubscriberConfig("bench"))
+	sub, err := l.Subscriber(DefaultSubscriberConfig(group))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,11 +149,20 @@ func benchConsume(b *testing.B, size int) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for range b.N {
 		m := <-ch
 		m.Ack()
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/msg")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	sub.Close()
+}
+
+// processCPU is the CPU time the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
