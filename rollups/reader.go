@@ -570,12 +570,7 @@ func (r *Reader) loadUnit(ctx context.Context, p *scanPlan, u unit) (arrow.Recor
 			}
 			return nil, fmt.Errorf("%w: column %q of %s is %s, the table says %s", ErrSchemaMismatch, f.Name, u.file.Ref(), c.DataType(), f.Type)
 		}
-		if lo == 0 && hi == n {
-			c.Retain()
-			out[i] = c
-		} else {
-			out[i] = array.NewSlice(c, int64(lo), int64(hi))
-		}
+		out[i] = rowsOf(c, lo, hi)
 	}
 	rec := array.NewRecord(p.out, out, int64(hi-lo))
 	for _, o := range out {
@@ -921,15 +916,19 @@ func projectKeyed(rec arrow.Record, want *scanPlan) (arrow.Record, error) {
 	}
 	out := make([]arrow.Array, want.out.NumFields())
 	for i, f := range want.out.Fields() {
-		c := rec.Column(rec.Schema().FieldIndices(f.Name)[0])
-		if lo == 0 && hi == n {
-			c.Retain()
-			out[i] = c
-		} else {
-			out[i] = array.NewSlice(c, int64(lo), int64(hi))
-		}
+		out[i] = rowsOf(rec.Column(rec.Schema().FieldIndices(f.Name)[0]), lo, hi)
 	}
 	res := array.NewRecord(want.out, out, int64(hi-lo))
 	releaseAll(out)
 	return res, nil
+}
+
+// rowsOf returns rows [lo, hi) of c, retained: c itself when that is all
+// of it.
+func rowsOf(c arrow.Array, lo, hi int) arrow.Array {
+	if lo == 0 && hi == c.Len() {
+		c.Retain()
+		return c
+	}
+	return array.NewSlice(c, int64(lo), int64(hi))
 }

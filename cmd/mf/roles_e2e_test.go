@@ -63,19 +63,27 @@ func TestRolesApart(t *testing.T) {
 	rep := startRole(t, "api", shared...)
 
 	now := time.Now().UnixMilli()
-	body := batchBody("7a7a7a7a-0000-4000-8000-000000000001", "full",
-		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"apart-a","page":{"url":"https://shop.example/"}}`, now-20_000),
-		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"apart-b","page":{"url":"https://shop.example/"}}`, now-10_000))
-	code, _, resp := do(t, "POST", ing.ingest+"/v1/batch/"+demoWebsiteKey, body,
-		"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
-	if code != 202 {
-		t.Fatalf("batch to mf ingest: %d %s", code, resp)
+	// send posts a batch of pageviews of the browsers named to mf ingest,
+	// then waits until mf api lists want events.
+	send := func(batch string, want int, browsers ...string) {
+		t.Helper()
+		var events []string
+		for i, b := range browsers {
+			events = append(events, fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":%q,"page":{"url":"https://shop.example/"}}`,
+				now-int64(20_000-5_000*i), b))
+		}
+		code, _, resp := do(t, "POST", ing.ingest+"/v1/batch/"+demoWebsiteKey, batchBody(batch, "full", events...),
+			"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
+		if code != 202 {
+			t.Fatalf("batch to mf ingest: %d %s", code, resp)
+		}
+		waitFor(t, time.Minute, func() bool {
+			code, _, b := do(t, "GET", rep.api+"/api/v1/projects/"+demoProject+"/events?period=1h", nil, "Authorization", "Bearer "+demoPAT)
+			var doc struct{ Data []json.RawMessage }
+			return code == 200 && json.Unmarshal(b, &doc) == nil && len(doc.Data) == want
+		})
 	}
-	waitFor(t, time.Minute, func() bool {
-		code, _, b := do(t, "GET", rep.api+"/api/v1/projects/"+demoProject+"/events?period=1h", nil, "Authorization", "Bearer "+demoPAT)
-		var doc struct{ Data []json.RawMessage }
-		return code == 200 && json.Unmarshal(b, &doc) == nil && len(doc.Data) == 2
-	})
+	send("7a7a7a7a-0000-4000-8000-000000000001", 2, "apart-a", "apart-b")
 	if out := standby.out.String(); strings.Contains(out, "processor started") || !strings.Contains(out, "another process holds the lease") {
 		t.Fatalf("the second mf process did not wait as a standby; output:\n%s", out)
 	}
@@ -84,18 +92,7 @@ func TestRolesApart(t *testing.T) {
 	if c := proc.stop(time.Minute); c != 0 {
 		t.Errorf("mf process: exit %d on SIGTERM; output:\n%s", c, proc.out)
 	}
-	body = batchBody("7a7a7a7a-0000-4000-8000-000000000002", "full",
-		fmt.Sprintf(`{"name":"$pageview","time":%d,"anonymousId":"apart-c","page":{"url":"https://shop.example/"}}`, now-5_000))
-	code, _, resp = do(t, "POST", ing.ingest+"/v1/batch/"+demoWebsiteKey, body,
-		"Origin", "https://shop.example", "User-Agent", browserUA, "Content-Type", "application/json")
-	if code != 202 {
-		t.Fatalf("batch to mf ingest: %d %s", code, resp)
-	}
-	waitFor(t, time.Minute, func() bool {
-		code, _, b := do(t, "GET", rep.api+"/api/v1/projects/"+demoProject+"/events?period=1h", nil, "Authorization", "Bearer "+demoPAT)
-		var doc struct{ Data []json.RawMessage }
-		return code == 200 && json.Unmarshal(b, &doc) == nil && len(doc.Data) == 3
-	})
+	send("7a7a7a7a-0000-4000-8000-000000000002", 3, "apart-c")
 	if !strings.Contains(standby.out.String(), "processor started") {
 		t.Fatalf("the standby processed without saying it started; output:\n%s", standby.out)
 	}
