@@ -23,12 +23,22 @@ func TestProcessorGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, "")
 			e.provision(c)
-			seqs := e.publish(c.batches...)
 			segs, err := NewSegments(e.reader, DefaultSegmentsConfig(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := e.start(nil, segs)
+			// Two halves: the lookup in between makes the processor keep
+			// the Segments view current with the changes its commits add.
+			half := len(c.batches) / 2
+			seqs := e.publish(c.batches[:half]...)
+			e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+			if _, err := segs.Lookup(context.Background(), c.project.ID, Unit{UserID: "nobody"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range c.batches[half:] {
+				seqs = e.publish(b)
+			}
 			e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
 			r.stop(t)
 
@@ -136,11 +146,28 @@ func TestExactlyOnce(t *testing.T) {
 		cfg.WatermarkInterval = time.Hour
 	}
 
-	// 1: an orderly stop after the first third.
-	seqs := e.publish(all[:third]...)
+	// 1: an orderly stop after the first third, and a compaction that
+	// merges every partition of the keyed tables (the later commits add
+	// their changes on top of it).
 	r := e.start(nil, nil)
-	e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	var seqs []uint64
+	for i := 0; i < third; i += third / 4 {
+		// A commit per quarter: partitions of several files.
+		seqs = e.publish(all[i:min(i+third/4, third)]...)
+		e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	}
 	r.stop(t)
+	scfg := rollups.DefaultConfig()
+	scfg.CompactQuietAfter = time.Nanosecond
+	cst, err := rollups.NewStore(e.bucket, scfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := cst.Compact(context.Background(), rollups.Live(c.project.ID)); err != nil {
+		t.Fatal(err)
+	} else if cs.Merges == 0 {
+		t.Fatal("nothing to compact after the first third: the test needs partitions of several files")
+	}
 
 	// 2: the second third, then a crash before any commit.
 	seqs = e.publish(all[third : 2*third]...)
