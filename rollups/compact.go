@@ -27,6 +27,9 @@ type CompactStats struct {
 	// Lost counts merges dropped because a concurrent commit removed one
 	// of their inputs first; their output is left to Collect.
 	Lost int
+	// Partial counts the committed merges of keyed tables that took part
+	// of a partition's files (and so kept its deletions).
+	Partial int
 }
 
 // Compact merges small data files of every table and partition of target
@@ -42,8 +45,9 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 		return st, fmt.Errorf("cannot compact %s: %w", target, err)
 	}
 	type merge struct {
-		inputs []DataFile
-		output []DataFile
+		inputs  []DataFile
+		output  []DataFile
+		partial bool
 	}
 	var merges []merge
 	defer func() {
@@ -61,16 +65,17 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 		ts := m.Tables[name]
 		def := ts.Definition(name)
 		for _, part := range ts.PartitionNames() {
-			groups := s.pickMerges(ts.Partitions[part])
+			files := ts.Partitions[part]
+			groups := s.pickMerges(files)
 			if len(def.Key) > 0 {
-				groups = s.pickKeyedMerge(ts.Partitions[part])
+				groups = s.pickKeyedMerges(files)
 			}
 			for _, group := range groups {
-				out, err := s.mergeFiles(ctx, target.Project, def, part, group)
+				out, err := s.mergeFiles(ctx, target.Project, def, part, group, len(group) == len(files))
 				if err != nil {
 					return st, fmt.Errorf("cannot compact %s table %q partition %q: %w", target, name, part, err)
 				}
-				merges = append(merges, merge{inputs: group, output: out})
+				merges = append(merges, merge{inputs: group, output: out, partial: len(def.Key) > 0 && len(group) < len(files)})
 			}
 		}
 	}
@@ -110,6 +115,9 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 		mg := merges[i]
 		st.Merges++
 		st.Inputs += len(mg.inputs)
+		if mg.partial {
+			st.Partial++
+		}
 		for _, f := range mg.output {
 			st.Rows += f.Rows
 		}
@@ -155,31 +163,29 @@ func (s *Store) pickMerges(files []DataFile) [][]DataFile {
 	return groups
 }
 
-// pickKeyedMerge chooses the files of one partition of a keyed table to
-// merge: all of them or none, since only a merge of the whole partition
-// may drop deleted rows and the rows they replaced. They merge when at
-// least CompactMinFiles of them are small, or two are and the partition
-// has been quiet for CompactQuietAfter. Files committed while the merge
-// runs stay beside its output and, written later, win over it.
-func (s *Store) pickKeyedMerge(files []DataFile) [][]DataFile {
+// pickKeyedMerges chooses groups of files of one partition of a keyed
+// table to merge: the size tiers of pickMerges, whose merges keep the
+// deleted rows (a deletion may stand for a row of a file outside the
+// group), and, once the partition has been quiet for CompactQuietAfter,
+// all its files, large ones too, merged to its live rows without
+// deletions. Small files of changes thus merge cheaply among themselves,
+// and the whole partition, its large files included, is rewritten once
+// it has settled rather than each time changes pile up. Files committed
+// while a merge runs stay beside its output and, with higher revs, win.
+func (s *Store) pickKeyedMerges(files []DataFile) [][]DataFile {
 	if len(files) < 2 {
 		return nil
 	}
-	small := 0
 	var newest time.Time
 	for _, f := range files {
-		if f.Bytes < s.cfg.CompactTargetBytes {
-			small++
-		}
 		if f.WrittenAt.After(newest) {
 			newest = f.WrittenAt
 		}
 	}
-	quiet := s.now().Sub(newest) >= s.cfg.CompactQuietAfter
-	if small >= s.cfg.CompactMinFiles || quiet && small >= 2 {
+	if s.now().Sub(newest) >= s.cfg.CompactQuietAfter {
 		return [][]DataFile{files}
 	}
-	return nil
+	return s.pickMerges(files)
 }
 
 // packGroups cuts files (in commit order) into groups whose sizes add up
@@ -215,8 +221,9 @@ func tier(size int64, minFiles int) int {
 
 // mergeFiles reads the group's files, merges their rows in sort-key order
 // (stable: equal keys keep the files' commit order) and writes one file.
-// A keyed table's group is a whole partition, merged to its live rows.
-func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, partition string, group []DataFile) ([]DataFile, error) {
+// A keyed table's group keeps per key its newest row; whole says the group
+// is all of the partition, whose merge also drops the deleted rows.
+func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, partition string, group []DataFile, whole bool) ([]DataFile, error) {
 	recs := make([]arrow.Record, 0, len(group))
 	defer func() {
 		for _, r := range recs {
@@ -232,9 +239,11 @@ func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, part
 	}
 	var merged arrow.Record
 	if len(def.Key) > 0 {
-		// The whole partition (pickKeyedMerge): its live rows, with their
-		// revs, so that files committed meanwhile still win over them.
-		m, err := mergeKeyed(s.pool, def, def.Schema, recs)
+		// Per key the row with the highest rev, with its rev, so that
+		// files committed meanwhile still win over it; deletions are kept
+		// unless the group is the whole partition (nothing else can hold
+		// a row they stand for).
+		m, err := mergeKeyed(s.pool, def, def.Schema, recs, !whole)
 		if err != nil {
 			return nil, err
 		}

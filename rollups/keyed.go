@@ -58,13 +58,15 @@ func keyedColumns(def *Table) []string {
 	return append(cols, RevColumn, DeletedColumn)
 }
 
-// liveRows returns, in sort-key order, the rows of recs (the files of one
+// liveRows returns, in sort-key order, the rows of recs (files of one
 // partition of keyed table def, in commit order, each with at least the
 // columns keyedColumns names, as schema says) that stand for their key:
 // per key the row with the highest rev, the one of the later record on
-// equal revs, unless it is deleted. Rows without a rev (files written
-// before the column) have rev 0; a null deleted is false.
-func liveRows(def *Table, schema *arrow.Schema, recs []arrow.Record) ([]rowRef, error) {
+// equal revs, unless it is deleted (kept with keepDeleted: a merge of
+// some of a partition's files keeps the deletions, which may stand for
+// rows of the other files). Rows without a rev (files written before the
+// column) have rev 0; a null deleted is false.
+func liveRows(def *Table, schema *arrow.Schema, recs []arrow.Record, keepDeleted bool) ([]rowRef, error) {
 	col := func(r arrow.Record, name string) (arrow.Array, error) {
 		idx := schema.FieldIndices(name)
 		if len(idx) != 1 {
@@ -128,7 +130,7 @@ func liveRows(def *Table, schema *arrow.Schema, recs []arrow.Record) ([]rowRef, 
 		keep[s] = make([]bool, recs[s].NumRows())
 	}
 	for _, w := range best {
-		if !deleted[w.at.src][w.at.row] {
+		if keepDeleted || !deleted[w.at.src][w.at.row] {
 			keep[w.at.src][w.at.row] = true
 		}
 	}
@@ -147,8 +149,8 @@ func liveRows(def *Table, schema *arrow.Schema, recs []arrow.Record) ([]rowRef, 
 
 // mergeKeyed returns one record of schema with the live rows of recs
 // (liveRows), built on mem.
-func mergeKeyed(mem memory.Allocator, def *Table, schema *arrow.Schema, recs []arrow.Record) (arrow.Record, error) {
-	order, err := liveRows(def, schema, recs)
+func mergeKeyed(mem memory.Allocator, def *Table, schema *arrow.Schema, recs []arrow.Record, keepDeleted bool) (arrow.Record, error) {
+	order, err := liveRows(def, schema, recs, keepDeleted)
 	if err != nil {
 		return nil, err
 	}

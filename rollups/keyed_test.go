@@ -129,12 +129,13 @@ func (m accountsModel) lines() []string {
 // changes of the sort key), and after each commit reads it merged: it
 // must equal the model, also through a key range and a column subset,
 // also after compactions between the commits and a compaction that a
-// commit overtakes (its output listed after newer files), and a last
-// compaction leaves one file per partition without deleted rows.
+// commit overtakes (its output listed after newer files), whole or of all
+// files but the oldest, and a last compaction leaves one file per
+// partition without deleted rows.
 func TestKeyedTable(t *testing.T) {
 	ctx := context.Background()
 	b := openBucket(t, storage.Config{Dir: t.TempDir()})
-	st := newStore(t, b, func(c *Config) { c.CompactMinFiles = 3; c.CompactQuietAfter = time.Hour })
+	st := newStore(t, b, func(c *Config) { c.CompactMinFiles, c.CompactQuietAfter = 3, time.Hour })
 	rd := newReader(t, b, func(c *ReaderConfig) { c.Freshness = 0 })
 	def := accountsTable(true)
 	r := rand.New(rand.NewPCG(11, 12))
@@ -181,10 +182,17 @@ func TestKeyedTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every other time the merge leaves the oldest file out: it
+			// must keep its deletions, which may stand for rows of that
+			// file.
+			whole := step%10 == 3
 			var merged Change
 			for part := range models {
 				files := m.Files("accounts", part)
-				out, err := st.mergeFiles(ctx, "p", def, part, files)
+				if !whole && len(files) > 1 {
+					files = files[1:]
+				}
+				out, err := st.mergeFiles(ctx, "p", def, part, files, whole)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -334,5 +342,31 @@ func TestKeyedTableValidation(t *testing.T) {
 	}
 	if err := accountsTable(true).Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPickKeyedMerges checks the choice of merges in a keyed partition:
+// the size tiers of any table while changes arrive, all of its files,
+// large ones too, once it is quiet.
+func TestPickKeyedMerges(t *testing.T) {
+	b := openBucket(t, storage.Config{Dir: t.TempDir()})
+	st := newStore(t, b, func(c *Config) { c.CompactMinFiles, c.CompactQuietAfter = 3, time.Hour })
+	now := time.Now()
+	st.now = func() time.Time { return now }
+	files := []DataFile{{Name: "base", Bytes: 200 << 20, WrittenAt: now.Add(-2 * time.Hour)}}
+	for i := range 4 {
+		files = append(files, DataFile{Name: fmt.Sprint("d", i), Bytes: 2 << 10, WrittenAt: now.Add(-time.Duration(10-i) * time.Minute)})
+	}
+	groups := st.pickKeyedMerges(files)
+	if len(groups) != 1 || len(groups[0]) != 4 || slices.ContainsFunc(groups[0], func(f DataFile) bool { return f.Name == "base" }) {
+		t.Fatalf("while changes arrive: %v, want the four small files", groups)
+	}
+	now = now.Add(2 * time.Hour)
+	groups = st.pickKeyedMerges(files)
+	if len(groups) != 1 || len(groups[0]) != len(files) {
+		t.Fatalf("once quiet: %v, want every file", groups)
+	}
+	if g := st.pickKeyedMerges(files[:1]); g != nil {
+		t.Fatalf("a partition of one file: %v", g)
 	}
 }

@@ -851,7 +851,7 @@ func (r *Reader) mergedPartition(ctx context.Context, p *scanPlan, def *Table, f
 		recs[0].Retain()
 		return recs[0], nil
 	}
-	return mergeKeyed(memory.DefaultAllocator, def, p.out, recs)
+	return mergeKeyed(memory.DefaultAllocator, def, p.out, recs, false)
 }
 
 // concatGroups joins the columns of a file's row groups into one record.

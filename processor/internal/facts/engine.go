@@ -241,6 +241,9 @@ type Engine struct {
 	batchAnon   string
 	batchRef    Ref
 	lastBrowser *node
+	// dayHint is the most events a day has held (capped), to size the id
+	// index of new days.
+	dayHint int
 
 	dirtyEventDays map[int32]bool // each such day also has day.dirty set
 	// dirtyVisitDays are the days of the visits changed since the last
@@ -465,7 +468,10 @@ func (e *Engine) add(in *Event) bool {
 	}
 	d := e.days[dn]
 	if d == nil {
-		d = &day{num: dn, ids: map[records.UUID]*event{}}
+		// Sized for as many events as the largest day so far: a day's
+		// id index otherwise grows (and rehashes) step by step to
+		// hundreds of thousands of entries.
+		d = &day{num: dn, ids: make(map[records.UUID]*event, e.dayHint)}
 		e.days[dn] = d
 	}
 	if old, ok := d.ids[in.ID]; ok {
@@ -497,6 +503,9 @@ func (e *Engine) add(in *Event) bool {
 		in.Derived = true
 	}
 	e.insert(d, d.pack(in), in)
+	if n := len(d.events); n > e.dayHint && n <= 1<<21 {
+		e.dayHint = n
+	}
 	e.stats.Events++
 	return true
 }
