@@ -173,7 +173,11 @@ func (e *env) publish(bs ...*records.Batch) []uint64 {
 		if err != nil {
 			e.t.Fatal(err)
 		}
+		// As ingest stores a batch (ingest.Server.store): the receipt and
+		// the project as metadata, the batch id as dedupe id.
+		rj, _ := json.Marshal(b.Receipt)
 		msg := message.NewMessage(b.ID.String(), data)
+		msg.Metadata.Set("receipt", string(rj))
 		msg.Metadata.Set("project", b.Project)
 		// A minute per message, not for all: a benchmark publishes half a
 		// million batches on a loaded machine.

@@ -110,19 +110,30 @@ func isBlank(b byte) bool { return b == ' ' || b == '\t' }
 // metadata) and the delivery keys from what the server says about it.
 func decode(header nats.Header, data []byte, subject string, seq uint64, stored time.Time) *message.Message {
 	msg := message.NewMessage(header.Get(HeaderUUID), data)
-	// Sized for the headers and the three keys below, and the two a
-	// subscriber adds: no growing on every message.
-	msg.Metadata = make(message.Metadata, len(header)+5)
+	// Sized for the headers kept, the three keys below and the two a
+	// subscriber adds: no growing on every message, and (up to eight
+	// entries, the usual case) a map of one group rather than a table.
+	n := 5
 	for k, vs := range header {
-		if k == HeaderUUID || len(vs) == 0 || isNatsHeader(k) {
-			continue
+		if keptHeader(k, vs) {
+			n++
 		}
-		msg.Metadata.Set(k, vs[0])
+	}
+	msg.Metadata = make(message.Metadata, n)
+	for k, vs := range header {
+		if keptHeader(k, vs) {
+			msg.Metadata.Set(k, vs[0])
+		}
 	}
 	msg.Metadata.Set(MetaSeq, strconv.FormatUint(seq, 10))
 	msg.Metadata.Set(MetaSubject, subject)
 	msg.Metadata.Set(MetaTime, stored.UTC().Format(time.RFC3339Nano))
 	return msg
+}
+
+// keptHeader reports whether a header of a stored message is metadata.
+func keptHeader(k string, vs []string) bool {
+	return k != HeaderUUID && len(vs) > 0 && !isNatsHeader(k)
 }
 
 // isNatsHeader reports whether k is a Nats-* header (any case), without
