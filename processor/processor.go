@@ -89,7 +89,7 @@ type Processor struct {
 	backlog       bool
 	stats         counters
 	ready         atomic.Bool
-	leading       atomic.Bool
+	leading       atomic.Bool   // holds the lease and reads the log
 	batch         records.Batch // the batch being applied (apply's scratch)
 	unknownWarned map[string]bool
 	// crashOnStop makes Run return at once when its context ends, without
@@ -219,10 +219,6 @@ func (p *Processor) Stats() Stats {
 // Ready reports whether the processor runs: it consumes the log, or it
 // waits as a standby while another process holds the lease.
 func (p *Processor) Ready() bool { return p.ready.Load() }
-
-// Leading reports whether the processor holds the lease and consumes the
-// log.
-func (p *Processor) Leading() bool { return p.leading.Load() }
 
 // Run takes the processor's lease on the log (waiting as a standby while
 // another process holds it), then consumes the log from the watermark on
@@ -362,9 +358,10 @@ func (p *Processor) drainResults(ctx context.Context) {
 }
 
 // handle acknowledges one delivered message, then applies it. The
-// acknowledgement comes first so that the log fetches the next message
-// while this one is applied; a message acknowledged but not committed is
-// above the watermark and read again after a crash. When the message
+// acknowledgement comes first so that the subscriber hands the next
+// message out (it has it decoded already) while this one is applied; a
+// message acknowledged but not committed is above the watermark and read
+// again after a crash. When the message
 // cannot be applied now (the project's tables cannot be read), handle
 // retries until it can or ctx ends.
 func (p *Processor) handle(ctx context.Context, m *message.Message) {
