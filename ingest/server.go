@@ -486,7 +486,7 @@ func (s *Server) store(ctx context.Context, rec *records.Batch) (storedReceipt, 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	msg.SetContext(ctx)
-	r, err := s.deps.Log.PublishOnce(ctx, eventlog.TopicBatches, rec.Project+":"+rec.ID.String(), msg)
+	r, err := s.deps.Log.PublishOnce(ctx, eventlog.TopicBatches+"."+rec.Project, rec.Project+":"+rec.ID.String(), msg)
 	if err != nil {
 		return storedReceipt{}, err
 	}

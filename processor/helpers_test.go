@@ -48,10 +48,19 @@ type env struct {
 	bucket storage.Bucket
 	store  *rollups.Store
 	reader *rollups.Reader
+	// shared: the processors started share the embedded log as separate
+	// processes share an external one (no takeover of leases at start).
+	shared bool
 }
 
 // newEnv opens an environment in dir (a new temporary directory when "").
 func newEnv(t testing.TB, dir string) *env {
+	t.Helper()
+	return newEnvWith(t, dir, nil)
+}
+
+// newEnvWith is newEnv with the log's configuration edited.
+func newEnvWith(t testing.TB, dir string, editLog func(*eventlog.Config)) *env {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -61,6 +70,9 @@ func newEnv(t testing.TB, dir string) *env {
 	logger := testLogger()
 	lcfg := eventlog.DefaultConfig()
 	lcfg.Dir = filepath.Join(dir, "log")
+	if editLog != nil {
+		editLog(&lcfg)
+	}
 	lg, err := eventlog.Open(ctx, lcfg, logger)
 	if err != nil {
 		t.Fatalf("cannot open the log: %v", err)
@@ -119,9 +131,9 @@ func (e *env) provision(cases ...*goldenCase) {
 		}
 		projects = append(projects, fmt.Sprintf(`{"id":%q,"slug":"p%d","name":"P%d","timezone":%q,"reportingCurrency":%q,
 			"createdAt":"2026-01-05T10:00:00Z","sources":[
-			{"id":"0195f3b4-0000-7000-8000-0000000000a1","name":"Web","kind":"website","mode":"full","key":"mf_web%05d_k"},
-			{"id":"0195f3b4-0000-7000-8000-0000000000a2","name":"Srv","kind":"server","mode":"full","key":"mf_srv%05d_k"}],
-			"actions":%s,"segments":[%s],"flags":%s}`, c.project.ID, i, i, c.project.Timezone, c.project.ReportingCurrency, i, i,
+			{"id":"0195f3b4-0000-7000-8000-%010xa1","name":"Web","kind":"website","mode":"full","key":"mf_web%05d_k"},
+			{"id":"0195f3b4-0000-7000-8000-%010xa2","name":"Srv","kind":"server","mode":"full","key":"mf_srv%05d_k"}],
+			"actions":%s,"segments":[%s],"flags":%s}`, c.project.ID, i, i, c.project.Timezone, c.project.ReportingCurrency, i, i, i, i,
 			stripProject(acts), strings.Join(segs, ","), flagsOf(c)))
 	}
 	file := fmt.Sprintf(`{"organizations":[{"id":"0195f3b4-0000-7000-8000-00000000ff01","slug":"org","name":"Org","plan":"pro","featureFlags":true,"projects":[%s]}]}`,
@@ -182,7 +194,7 @@ func (e *env) publish(bs ...*records.Batch) []uint64 {
 		// A minute per message, not for all: a benchmark publishes half a
 		// million batches on a loaded machine.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		r, err := pub.PublishOnce(ctx, eventlog.TopicBatches, b.Project+":"+b.ID.String(), msg)
+		r, err := pub.PublishOnce(ctx, eventlog.TopicBatches+"."+b.Project, b.Project+":"+b.ID.String(), msg)
 		cancel()
 		if err != nil {
 			e.t.Fatalf("cannot publish: %v", err)
@@ -192,9 +204,9 @@ func (e *env) publish(bs ...*records.Batch) []uint64 {
 	return seqs
 }
 
-// running is a processor running in the background.
+// running is a processor group running in the background.
 type running struct {
-	p      *Processor
+	p      *Group
 	cancel context.CancelFunc
 	done   chan error
 	sub    *eventlog.Subscriber
@@ -213,11 +225,12 @@ func (e *env) start(edit func(*Config), segs *Segments) *running {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p, err := New(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket,
+	p, err := NewGroup(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket,
 		Catalog: e.cat, Segments: segs, Logger: testLogger()})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	p.noTakeover = e.shared
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{p: p, cancel: cancel, done: make(chan error, 1), sub: sub}
 	go func() { r.done <- p.Run(ctx) }()
@@ -243,7 +256,7 @@ func (r *running) stop(t testing.TB) {
 // acknowledged but not committed stay so.
 func (r *running) crash(t testing.TB) {
 	t.Helper()
-	r.p.crashOnStop.Store(true)
+	r.p.crash.Store(true)
 	r.stop(t)
 }
 

@@ -33,10 +33,11 @@ type MessageLog interface {
 	AcquireLease(ctx context.Context, name string, cfg eventlog.LeaseConfig) (*eventlog.Lease, error)
 }
 
-// LogReader reads a topic of the log from a position on
-// (eventlog.Subscriber in replay mode).
+// LogReader reads a topic of the log, or one partition of it, from a
+// position on (eventlog.Subscriber in replay mode).
 type LogReader interface {
 	SubscribeAfter(ctx context.Context, topic string, seq uint64) (<-chan *message.Message, error)
+	SubscribePartitionAfter(ctx context.Context, topic string, part int, seq uint64) (<-chan *message.Message, error)
 }
 
 // CatalogSource gives the current catalog (catalog.Catalog).
@@ -76,6 +77,10 @@ type Processor struct {
 	deps   Deps
 	logger *slog.Logger
 	cl     *channels.Classifier
+
+	// part is the partition of the topic this processor reads, of parts
+	// (parts 0: the whole topic).
+	part, parts int
 
 	projects map[string]*project // owned by the Run goroutine
 	results  chan commitResult
@@ -225,21 +230,30 @@ func (p *Processor) Ready() bool { return p.ready.Load() }
 // until ctx ends, and commits what it has applied before it returns. It
 // returns early when the log cannot be read or the lease is lost.
 func (p *Processor) Run(ctx context.Context) error {
-	defer func() {
-		close(p.stopped)
-		p.inflight.Wait()
-	}()
 	p.ready.Store(true)
 	lease, err := p.deps.Log.AcquireLease(ctx, p.cfg.LeaseName, p.cfg.Lease)
 	if err != nil {
+		close(p.stopped)
 		if ctx.Err() != nil {
 			return nil // stopped while waiting as a standby
 		}
 		return fmt.Errorf("cannot start processor: %w", err)
 	}
+	return p.runHeld(ctx, lease)
+}
+
+// runHeld consumes the log (or the processor's partition of it) while it
+// holds lease, and releases the lease when it stops.
+func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
+	defer func() {
+		close(p.stopped)
+		p.inflight.Wait()
+	}()
+	p.ready.Store(true)
 	defer func() {
 		if p.crashOnStop.Load() {
-			return // a crash leaves its lease to expire
+			lease.Abandon() // a crash leaves its lease to expire
+			return
 		}
 		if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
 			p.logger.Warn("cannot release the processor lease", "err", err)
@@ -251,14 +265,15 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	last, err := p.deps.Log.LastSeq(ctx, p.cfg.Topic)
-	if err != nil {
-		return fmt.Errorf("cannot start processor: %w", err)
-	}
 	// Every batch up to the watermark is committed; those after it may
 	// be committed for some projects (their checkpoints say) and are
 	// skipped there.
-	msgs, err := p.deps.Subscriber.SubscribeAfter(ctx, p.cfg.Topic, wm)
+	var msgs <-chan *message.Message
+	if p.parts > 0 {
+		msgs, err = p.deps.Subscriber.SubscribePartitionAfter(ctx, p.cfg.Topic, p.part, wm)
+	} else {
+		msgs, err = p.deps.Subscriber.SubscribeAfter(ctx, p.cfg.Topic, wm)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot start processor: cannot read topic %q: %w", p.cfg.Topic, err)
 	}
@@ -266,7 +281,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.lastSeq.Store(wm)
 	p.leading.Store(true)
 	defer p.leading.Store(false)
-	p.logger.Info("processor started", "watermark", wm, "last_seq", last, "lease", lease.Holder())
+	p.logger.Debug("processor started", "watermark", wm, "lease", lease.Holder())
 	tick := time.NewTicker(p.cfg.FlushInterval / 4)
 	defer tick.Stop()
 	for {
@@ -409,6 +424,11 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) e
 	if err != nil {
 		p.stats.corrupt.Add(1)
 		p.logger.Error("cannot decode batch; skipping it", "seq", seq, "err", err)
+		p.handled(seq)
+		return nil
+	}
+	if p.parts > 0 && eventlog.Legacy(m) && eventlog.PartitionOf(b.Project, p.parts) != p.part {
+		// Stored before the log was partitioned: another partition's.
 		p.handled(seq)
 		return nil
 	}
@@ -803,19 +823,44 @@ type watermarkDoc struct {
 	Seq uint64 `json:"seq"`
 }
 
+// watermarkKey is the object of this processor's watermark: the
+// configured one, or for a partition "<key less .json>-p<n>.json".
+func (p *Processor) watermarkKey() string {
+	if p.parts == 0 {
+		return p.cfg.WatermarkKey
+	}
+	return partitionWatermarkKey(p.cfg.WatermarkKey, p.part)
+}
+
+func partitionWatermarkKey(key string, part int) string {
+	return strings.TrimSuffix(key, ".json") + "-p" + strconv.Itoa(part) + ".json"
+}
+
+// readWatermark reads the processor's watermark. A partition without one
+// of its own starts from the watermark of the log before it was
+// partitioned, when there is one.
 func (p *Processor) readWatermark(ctx context.Context) (uint64, error) {
-	data, _, err := storage.ReadAll(ctx, p.deps.Bucket, p.cfg.WatermarkKey)
+	seq, ok, err := readWatermarkAt(ctx, p.deps.Bucket, p.watermarkKey())
+	if err != nil || ok || p.parts == 0 {
+		return seq, err
+	}
+	seq, _, err = readWatermarkAt(ctx, p.deps.Bucket, p.cfg.WatermarkKey)
+	return seq, err
+}
+
+func readWatermarkAt(ctx context.Context, b storage.Bucket, key string) (uint64, bool, error) {
+	data, _, err := storage.ReadAll(ctx, b, key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the processor watermark %q: %w", p.cfg.WatermarkKey, err)
+		return 0, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
 	}
 	var w watermarkDoc
 	if err := json.Unmarshal(data, &w); err != nil {
-		return 0, fmt.Errorf("cannot read the processor watermark %q: %w", p.cfg.WatermarkKey, err)
+		return 0, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
 	}
-	return w.Seq, nil
+	return w.Seq, true, nil
 }
 
 // writeWatermark stores the position below which every batch is
@@ -838,7 +883,7 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 		return
 	}
 	data, _ := json.Marshal(watermarkDoc{Seq: safe})
-	if _, err := p.deps.Bucket.Put(ctx, p.cfg.WatermarkKey, bytes.NewReader(data)); err != nil {
+	if _, err := p.deps.Bucket.Put(ctx, p.watermarkKey(), bytes.NewReader(data)); err != nil {
 		p.logger.Warn("cannot write the processor watermark", "err", err)
 		return
 	}

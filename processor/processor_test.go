@@ -212,7 +212,7 @@ func TestExactlyOnce(t *testing.T) {
 
 // waitHandled waits until a processor has applied (not committed) the
 // batches up to seq.
-func waitHandled(t *testing.T, p *Processor, seq uint64) {
+func waitHandled(t *testing.T, p interface{ Stats() Stats }, seq uint64) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for p.Stats().LastSeq < seq {

@@ -51,9 +51,20 @@ type ReplayDeps struct {
 	Catalog CatalogSource
 	// Subscriber (replay mode: eventlog.DefaultSubscriberConfig("")) and
 	// Log are needed for ReplayLog only.
-	Subscriber message.Subscriber
-	Log        MessageLog
+	Subscriber KeyReader
+	Log        KeyLog
 	Logger     *slog.Logger
+}
+
+// KeyReader reads the messages of one key (project) of a topic
+// (eventlog.Subscriber in replay mode).
+type KeyReader interface {
+	SubscribeKeyAfter(ctx context.Context, topic, key string, seq uint64) (<-chan *message.Message, error)
+}
+
+// KeyLog tells the position of a key's last message (eventlog.Log).
+type KeyLog interface {
+	LastSeqKey(ctx context.Context, topic, key string) (uint64, error)
 }
 
 // ReplayStats says what a replay did.
@@ -275,7 +286,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 // readLog adds the project's batches of the whole log to e, up to the
 // log's end when reading started. It returns the last position read.
 func readLog(ctx context.Context, topic string, deps ReplayDeps, project string, e *facts.Engine, cp *checkpoint) (uint64, int64, error) {
-	last, err := deps.Log.LastSeq(ctx, topic)
+	last, err := deps.Log.LastSeqKey(ctx, topic, project)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -284,7 +295,7 @@ func readLog(ctx context.Context, topic string, deps ReplayDeps, project string,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs, err := deps.Subscriber.Subscribe(ctx, topic)
+	msgs, err := deps.Subscriber.SubscribeKeyAfter(ctx, topic, project, 0)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/mfhq/mf/storage/eventlog"
 )
 
-// runningProcessor is the processor role: a Processor consuming the log in
-// its own goroutine, with a context of its own so that shutdown stops it
+// runningProcessor is the processor role: a processor Group (the log's
+// partitions this process holds) consuming the log in its own goroutine, with a context of its own so that shutdown stops it
 // after the ingest has drained and before the log closes.
 type runningProcessor struct {
-	p      *processor.Processor
+	p      *processor.Group
 	cancel context.CancelFunc
 	done   chan error // Run's result, once
 	failed chan error // Run's error when it ended before stop was asked
@@ -43,7 +43,7 @@ func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log,
 	if err != nil {
 		return nil, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
 	}
-	p, err := processor.New(cfg, processor.Deps{Subscriber: sub, Log: lg, Store: st, Reader: rd, Bucket: b,
+	p, err := processor.NewGroup(cfg, processor.Deps{Subscriber: sub, Log: lg, Store: st, Reader: rd, Bucket: b,
 		Catalog: cat, Segments: segs, Logger: logger})
 	if err != nil {
 		_ = sub.Close()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"github.com/mfhq/mf/processor"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/storage/eventlog"
 )
 
 const demoProject = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c03"
@@ -298,7 +300,8 @@ func eventsStored(data string) int {
 // TestProcessorCrashCountsEqualUninterruptedRun sends 200,000 events
 // through the real binary while it is SIGKILLed again and again (ingest
 // and processor alike), and compares every table, row by row, with those
-// of an uninterrupted run on the same input.
+// of an uninterrupted run on the same input; then again with the roles
+// apart and two processors sharing the partitions, SIGKILLed in turn.
 func TestProcessorCrashCountsEqualUninterruptedRun(t *testing.T) {
 	const events = 200_000
 	// Visits reach up to about 4 days past base; events must not be in
@@ -347,25 +350,72 @@ func TestProcessorCrashCountsEqualUninterruptedRun(t *testing.T) {
 	if c := p.stop(time.Minute); c != 0 {
 		t.Fatalf("exit %d on SIGTERM", c)
 	}
-	got := tableRows(t, crash, demoProject)
+	compareTables(t, "mf serve", want, tableRows(t, crash, demoProject), kills)
+	t.Logf("%d events in %d batches; %d SIGKILLs; tables equal: %v", events, len(batches), kills, rowCounts(want))
 
+	// The same with the roles apart: mf ingest and two mf process sharing
+	// the log's partitions on an external log (a server this test runs,
+	// reached over TCP) and one object store, the processors SIGKILLed in
+	// turn while the load is sent and while they catch up.
+	lcfg := eventlog.DefaultConfig()
+	lcfg.Dir, lcfg.ListenAddr = t.TempDir(), "127.0.0.1:0"
+	server, err := eventlog.Open(context.Background(), lcfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("cannot start the NATS server standing for the cluster: %v", err)
+	}
+	defer server.Close()
+	apart := t.TempDir()
+	shared := []string{"--log", server.ClientURL(), "--data", apart, "--rate-limit-scale", "1000"}
+	if code, out, errOut := runMF(t, nil, append(append([]string{"provision"}, shared[:4]...), prov)...); code != 0 {
+		t.Fatalf("mf provision on the shared log: exit %d\n%s%s", code, out, errOut)
+	}
+	ing := startRole(t, "ingest", shared...)
+	procs := []*mfProc{startRole(t, "process", shared...), startRole(t, "process", shared...)}
+	cur.Store(&ing.ingest)
+	sent.Store(0)
+	done = make(chan struct{})
+	go func() { defer close(done); sendTraffic(t, &cur, batches, &sent) }()
+	kills = 0
+	for i, frac := range []float64{0.25, 0.5, 0.75} {
+		waitFor(t, 5*time.Minute, func() bool { return float64(sent.Load()) >= frac*float64(len(batches)) })
+		procs[i%2].kill()
+		kills++
+		procs[i%2] = startRole(t, "process", shared...)
+	}
+	<-done
+	waitFor(t, 5*time.Minute, func() bool { return eventsStored(apart) > 0 })
+	procs[1].kill()
+	kills++
+	procs[1] = startRole(t, "process", shared...)
+	waitFor(t, 5*time.Minute, func() bool { return eventsStored(apart) == events })
+	for _, p := range append(procs, ing) {
+		if c := p.stop(time.Minute); c != 0 {
+			t.Fatalf("exit %d on SIGTERM", c)
+		}
+	}
+	compareTables(t, "two mf process", want, tableRows(t, apart, demoProject), kills)
+}
+
+// compareTables compares the tables of a run with crashes with those of
+// the uninterrupted run, row by row.
+func compareTables(t *testing.T, run string, want, got map[string][]string, kills int) {
+	t.Helper()
 	for name, rows := range want {
 		if len(rows) == 0 {
 			t.Errorf("table %s is empty in the uninterrupted run", name)
 		}
 		g := got[name]
 		if len(g) != len(rows) {
-			t.Errorf("table %s: %d rows after %d crashes, %d uninterrupted", name, len(g), kills, len(rows))
+			t.Errorf("%s: table %s: %d rows after %d crashes, %d uninterrupted", run, name, len(g), kills, len(rows))
 			continue
 		}
 		for i := range rows {
 			if g[i] != rows[i] {
-				t.Errorf("table %s differs after %d crashes; first difference:\n got %s\nwant %s", name, kills, g[i], rows[i])
+				t.Errorf("%s: table %s differs after %d crashes; first difference:\n got %s\nwant %s", run, name, kills, g[i], rows[i])
 				break
 			}
 		}
 	}
-	t.Logf("%d events in %d batches; %d SIGKILLs; tables equal: %v", events, len(batches), kills, rowCounts(want))
 }
 
 func rowCounts(m map[string][]string) map[string]int {

@@ -28,7 +28,8 @@ const (
 const (
 	// TopicBatches carries accepted ingest batches, one message per batch,
 	// published with the batch id as dedupe id. Ingest publishes to
-	// "batches.<project id>", the processor reads "batches".
+	// "batches.<project id>"; the stream is partitioned by project, and
+	// each processor reads the partitions it holds.
 	TopicBatches = "batches"
 	// TopicCatalog carries catalog change events. Kept forever; every
 	// process reads all of it from the start (SubscriberConfig.Group "").
@@ -119,7 +120,17 @@ type Stream struct {
 	// Consumers are durable consumer groups on the whole topic, created (or
 	// updated to this configuration) by Open.
 	Consumers []Consumer
+
+	// Partitions, when set, splits the stream's sub-topics into this many
+	// partitions: a message published to "<topic>.<key>" is stored under
+	// "<topic>.<n>.<key>", n = PartitionOf(key, Partitions), by a subject
+	// transform of the server. The count is fixed once the stream is
+	// partitioned (a stream created earlier keeps its own). 0: none.
+	Partitions int
 }
+
+// DefaultPartitions is the partition count of the batches stream.
+const DefaultPartitions = 32
 
 // Consumer configures a durable consumer group: every Subscriber with the
 // same Group shares its position and its work.
@@ -159,6 +170,7 @@ func DefaultStreams() []Stream {
 		{
 			Topic:      TopicBatches,
 			Duplicates: 24 * time.Hour,
+			Partitions: DefaultPartitions,
 		},
 		{
 			Topic: TopicCatalog,
@@ -250,6 +262,9 @@ func (c Config) Validate() error {
 		seen[s.Topic] = true
 		if s.Duplicates < 0 || s.MaxAge < 0 || s.MaxBytes < 0 {
 			return fmt.Errorf("log config: stream %q: Duplicates, MaxAge and MaxBytes must not be negative", s.Topic)
+		}
+		if s.Partitions < 0 || s.Partitions > 1024 {
+			return fmt.Errorf("log config: stream %q: Partitions %d must be between 0 (none) and 1024", s.Topic, s.Partitions)
 		}
 		if s.MaxAge > 0 && s.Duplicates > s.MaxAge {
 			return fmt.Errorf("log config: stream %q: Duplicates %s exceeds MaxAge %s: the dedupe window cannot outlive the messages", s.Topic, s.Duplicates, s.MaxAge)

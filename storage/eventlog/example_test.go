@@ -59,5 +59,5 @@ func Example() {
 	// Output:
 	// seq 1 duplicate false
 	// seq 1 duplicate true
-	// 3f2a9c1e at 1 of mf.batches.3f2a9c1e: {"events":[]}
+	// 3f2a9c1e at 1 of mf.batches.31.3f2a9c1e: {"events":[]}
 }

@@ -83,37 +83,15 @@ type leaseValue struct {
 // which crashed. Release the lease when done; its Context ends when it is
 // lost.
 func (l *Log) AcquireLease(ctx context.Context, name string, cfg LeaseConfig) (*Lease, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if l.isClosed() {
-		return nil, ErrClosed
-	}
-	kv, err := l.leaseBucket(ctx, cfg)
+	le, kv, err := l.newLease(ctx, name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	holder := leaseHolder()
-	le := &Lease{name: name, holder: holder, kv: kv, cfg: cfg, log: l, done: make(chan struct{})}
-	value, _ := json.Marshal(leaseValue{Holder: holder, Since: time.Now().UTC()})
 	logger := l.logger.With("lease", name)
 	waiting := false
 	for first := true; ; first = false {
-		rctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		rev, err := kv.Create(rctx, name, value)
-		if errors.Is(err, jetstream.ErrKeyExists) && first && l.cfg.Embedded() {
-			var had uint64
-			if e, gerr := kv.Get(rctx, name); gerr == nil {
-				had = e.Revision()
-				logger.Info("taking over the lease of the embedded log's previous process", "held_by", string(e.Value()))
-			}
-			if had > 0 {
-				rev, err = kv.Update(rctx, name, value, had)
-			}
-		}
-		cancel()
+		err := le.take(ctx, kv, first && l.cfg.Embedded(), logger)
 		if err == nil {
-			le.rev = rev
 			break
 		}
 		switch {
@@ -138,9 +116,110 @@ func (l *Log) AcquireLease(ctx context.Context, name string, cfg LeaseConfig) (*
 	if waiting {
 		logger.Info("lease taken over")
 	}
+	le.start(logger)
+	return le, nil
+}
+
+// TryLease takes the lease name if nobody holds it, without waiting: nil
+// and ErrLeaseHeld when another process holds it. takeover takes it from
+// its holder all the same (an embedded log's previous process, which
+// crashed: see AcquireLease).
+func (l *Log) TryLease(ctx context.Context, name string, cfg LeaseConfig, takeover bool) (*Lease, error) {
+	le, kv, err := l.newLease(ctx, name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	logger := l.logger.With("lease", name)
+	if err := le.take(ctx, kv, takeover, logger); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || revisionMoved(err) {
+			return nil, fmt.Errorf("%w: %q", ErrLeaseHeld, name)
+		}
+		return nil, fmt.Errorf("%w: cannot take lease %q: %w", ErrUnavailable, name, err)
+	}
+	le.start(logger)
+	return le, nil
+}
+
+// ErrLeaseHeld is returned by TryLease when another process holds the
+// lease.
+var ErrLeaseHeld = errors.New("lease is held by another process")
+
+// Leases lists the leases held now whose names start with prefix, with
+// their holders (a lease whose holder died is listed until its TTL has
+// passed).
+func (l *Log) Leases(ctx context.Context, prefix string, cfg LeaseConfig) (map[string]string, error) {
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
+	kv, err := l.leaseBucket(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot list leases %q: %w", ErrUnavailable, prefix, err)
+	}
+	defer w.Stop()
+	out := map[string]string{}
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				return out, nil // the initial values are all there
+			}
+			var v leaseValue
+			_ = json.Unmarshal(e.Value(), &v)
+			out[e.Key()] = v.Holder
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: cannot list leases %q: %w", ErrUnavailable, prefix, ctx.Err())
+		}
+	}
+}
+
+// newLease prepares a lease of this process.
+func (l *Log) newLease(ctx context.Context, name string, cfg LeaseConfig) (*Lease, jetstream.KeyValue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if l.isClosed() {
+		return nil, nil, ErrClosed
+	}
+	kv, err := l.leaseBucket(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Lease{name: name, holder: l.holder, kv: kv, cfg: cfg, log: l, done: make(chan struct{})}, kv, nil
+}
+
+// take creates the lease's entry (takeover: or overwrites it).
+func (le *Lease) take(ctx context.Context, kv jetstream.KeyValue, takeover bool, logger *slog.Logger) error {
+	value, _ := json.Marshal(leaseValue{Holder: le.holder, Since: time.Now().UTC()})
+	rctx, cancel := context.WithTimeout(ctx, le.log.cfg.Timeout)
+	defer cancel()
+	rev, err := kv.Create(rctx, le.name, value)
+	if errors.Is(err, jetstream.ErrKeyExists) && takeover {
+		var had uint64
+		if e, gerr := kv.Get(rctx, le.name); gerr == nil {
+			had = e.Revision()
+			logger.Info("taking over the lease of the embedded log's previous process", "held_by", string(e.Value()))
+		}
+		if had > 0 {
+			rev, err = kv.Update(rctx, le.name, value, had)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	le.rev = rev
+	return nil
+}
+
+// start begins renewing a lease just taken.
+func (le *Lease) start(logger *slog.Logger) {
 	le.ctx, le.cancel = context.WithCancelCause(context.Background())
 	go le.renew(logger)
-	return le, nil
 }
 
 // leaseBucket returns the log's lease bucket, creating it (or updating its
@@ -161,6 +240,10 @@ func (l *Log) leaseBucket(ctx context.Context, cfg LeaseConfig) (jetstream.KeyVa
 	}
 	return kv, nil
 }
+
+// Holder is the name this process holds leases under: host, pid and a
+// random part, the same for every lease of the Log.
+func (l *Log) Holder() string { return l.holder }
 
 // leaseHolder names this process: host, pid and a random part.
 func leaseHolder() string {
@@ -252,4 +335,50 @@ func revisionMoved(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// WatchLeases signals on the returned channel (at most one signal waiting)
+// whenever a lease whose name starts with prefix is taken, renewed or
+// given up, until ctx ends. A lease forgotten after its TTL is not
+// signalled: poll Leases for those.
+func (l *Log) WatchLeases(ctx context.Context, prefix string, cfg LeaseConfig) (<-chan struct{}, error) {
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
+	kv, err := l.leaseBucket(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot watch leases %q: %w", ErrUnavailable, prefix, err)
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case _, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Abandon stops renewing the lease without giving it up, as a crash
+// would: the server forgets it TTL after its last renewal.
+func (le *Lease) Abandon() {
+	if le.ctx.Err() == nil {
+		le.cancel(errors.New("lease abandoned"))
+	}
+	<-le.done
 }

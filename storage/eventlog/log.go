@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,8 @@ type Log struct {
 	js      jetstream.JetStream
 	streams map[string]*streamRef // by topic
 
+	holder string // this process's name in leases
+
 	mu     sync.Mutex
 	closed bool
 	subs   map[*Subscriber]struct{}
@@ -65,6 +68,9 @@ type streamRef struct {
 	name    string // JetStream stream name: PREFIX_TOPIC
 	subject string // prefix.topic
 	handle  jetstream.Stream
+	// partitions is the stream's partition count as the server has it (0:
+	// not partitioned).
+	partitions int
 }
 
 // newStreamRef names a stream of the table: PREFIX_TOPIC, on the subjects
@@ -105,6 +111,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Log, error) {
 		logger:  logger.With("component", "eventlog"),
 		streams: map[string]*streamRef{},
 		subs:    map[*Subscriber]struct{}{},
+		holder:  leaseHolder(),
 	}
 	start := time.Now()
 	if err := l.connect(ctx); err != nil {
@@ -211,6 +218,19 @@ func (l *Log) provision(ctx context.Context) error {
 		if maxBytes == 0 {
 			maxBytes = -1
 		}
+		parts := spec.Partitions
+		if parts > 0 {
+			// The count is fixed when the stream is partitioned: the
+			// messages stored so far are where the server put them.
+			had, err := l.existingPartitions(ctx, ref.name)
+			if err != nil {
+				return err
+			}
+			if had > 0 && had != parts {
+				l.logger.Warn("the stream keeps the partition count it was created with", "stream", ref.name, "partitions", had, "configured", parts)
+				parts = had
+			}
+		}
 		scfg := jetstream.StreamConfig{
 			Name:        ref.name,
 			Description: "mf topic " + spec.Topic,
@@ -224,6 +244,10 @@ func (l *Log) provision(ctx context.Context) error {
 			Duplicates:  spec.Duplicates,
 			Replicas:    l.cfg.Replicas,
 		}
+		if parts > 0 {
+			scfg.SubjectTransform = partitionTransform(ref.subject, parts)
+		}
+		ref.partitions = parts
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 		s, err := l.js.CreateOrUpdateStream(cctx, scfg)
 		cancel()
@@ -304,8 +328,44 @@ func (l *Log) route(topic string) (route, error) {
 	}
 	r.subject = ref.subject + "." + rest
 	r.filters = []string{r.subject, r.subject + ".>"}
+	if n := ref.partitions; n > 0 && !strings.Contains(rest, ".") {
+		// Stored under its partition (docs/log.md, "Partitions"), unless
+		// it was published before the stream was partitioned.
+		part := strconv.Itoa(PartitionOf(rest, n))
+		if part != rest { // else "<subject>.<rest>.>" covers it
+			r.filters = append(r.filters, ref.subject+"."+part+"."+rest)
+		}
+	}
 	r.sub = strings.ReplaceAll(rest, ".", "+")
 	return r, nil
+}
+
+// matches reports whether a stored subject is one the route reads.
+func (r route) matches(subject string) bool {
+	if r.filters == nil {
+		return subject == r.stream.subject || strings.HasPrefix(subject, r.stream.subject+".")
+	}
+	for _, f := range r.filters {
+		if subjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectMatches reports whether subject matches filter, with NATS
+// wildcards: '*' one token, '>' the rest (one token or more).
+func subjectMatches(filter, subject string) bool {
+	ft, st := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, f := range ft {
+		if f == ">" {
+			return len(st) > i
+		}
+		if i >= len(st) || f != "*" && f != st[i] {
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }
 
 func (l *Log) isClosed() bool {
@@ -358,6 +418,24 @@ func (l *Log) LastSeq(ctx context.Context, topic string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return l.lastSeq(ctx, r)
+}
+
+// LastSeqKey returns the sequence of the newest message of one key of a
+// topic (see SubscribeKeyAfter), 0 when it has none.
+func (l *Log) LastSeqKey(ctx context.Context, topic, key string) (uint64, error) {
+	if l.isClosed() {
+		return 0, ErrClosed
+	}
+	r, err := l.keyRoute(topic, key)
+	if err != nil {
+		return 0, err
+	}
+	return l.lastSeq(ctx, r)
+}
+
+func (l *Log) lastSeq(ctx context.Context, r route) (uint64, error) {
+	topic := r.topic
 	s := r.stream.handle
 	if r.filters == nil {
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
@@ -408,7 +486,7 @@ func (l *Log) GetMsg(ctx context.Context, topic string, seq uint64) (*message.Me
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot read message %d of topic %q: %w", ErrUnavailable, seq, topic, err)
 	}
-	if r.filters != nil && m.Subject != r.subject && !strings.HasPrefix(m.Subject, r.subject+".") {
+	if !r.matches(m.Subject) {
 		return nil, fmt.Errorf("%w: message %d is not in topic %q", ErrNotFound, seq, topic)
 	}
 	return decode(m.Header, m.Data, m.Subject, m.Sequence, m.Time), nil
@@ -505,3 +583,7 @@ func (l *Log) removeSubscriber(s *Subscriber) {
 	defer l.mu.Unlock()
 	delete(l.subs, s)
 }
+
+// Embedded reports whether the log runs on this process's own embedded
+// server.
+func (l *Log) Embedded() bool { return l.cfg.Embedded() }

@@ -164,14 +164,18 @@ func (s *Subscriber) SubscribeAfter(ctx context.Context, topic string, seq uint6
 }
 
 func (s *Subscriber) subscribe(ctx context.Context, topic string, after uint64) (<-chan *message.Message, error) {
+	r, err := s.log.route(topic)
+	if err != nil {
+		return nil, err
+	}
+	return s.subscribeRoute(ctx, r, after)
+}
+
+func (s *Subscriber) subscribeRoute(ctx context.Context, r route, after uint64) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isClosing() || s.log.isClosed() {
 		return nil, ErrClosed
-	}
-	r, err := s.log.route(topic)
-	if err != nil {
-		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	sub := &subscription{s: s, r: r, ctx: sctx, out: make(chan *message.Message), lastSeq: after}

@@ -1,0 +1,122 @@
+package processor
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mfhq/mf/storage/eventlog"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// TestGroupSharesPartitions runs processor groups on one log of eight
+// partitions and six projects: one group holds every partition; a second
+// one joining takes half; the first crashing leaves them all to the
+// second once their leases expire; a third one joining takes half again.
+// Traffic keeps coming between the moves, and each project's tables must
+// equal one pass over all its batches: nothing lost or counted twice.
+func TestGroupSharesPartitions(t *testing.T) {
+	const parts = 8
+	e := newEnvWith(t, "", func(c *eventlog.Config) { c.Streams[0].Partitions = parts })
+	base := benchCase(t)
+	var cases []*goldenCase
+	var batches [][]*records.Batch
+	used := map[int]bool{}
+	for i := 0; len(cases) < 6; i++ {
+		id := fmt.Sprintf("0195f3b4-0000-7000-8000-%012d", 100+i)
+		k := eventlog.PartitionOf(id, parts)
+		if used[k] {
+			continue // six projects in six partitions: moves show
+		}
+		used[k] = true
+		c := &goldenCase{name: id, project: goldenProject{ID: id, Timezone: base.project.Timezone, ReportingCurrency: "EUR"}}
+		cases = append(cases, c)
+		bs, _ := newTraffic(id, uint64(i+1)).batches(3000)
+		batches = append(batches, bs)
+	}
+	e.provision(cases...)
+
+	fast := func(cfg *Config) {
+		cfg.Lease.TTL = 2 * time.Second
+		cfg.Lease.Poll = 100 * time.Millisecond
+	}
+	// publish sends the i-th third of every project's batches and waits
+	// until every project's tables hold them.
+	publish := func(third int) {
+		t.Helper()
+		last := map[string]uint64{}
+		for j, c := range cases {
+			bs := batches[j]
+			part := bs[third*len(bs)/3 : (third+1)*len(bs)/3]
+			seqs := e.publish(part...)
+			last[c.project.ID] = seqs[len(seqs)-1]
+		}
+		for id, seq := range last {
+			e.waitCheckpoint(id, seq)
+		}
+	}
+	waitHeld := func(what string, want map[*running]int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ok := true
+			seen := map[int]int{}
+			var got []string
+			for r, n := range want {
+				held := r.p.Held()
+				got = append(got, fmt.Sprint(held))
+				if len(held) != n {
+					ok = false
+				}
+				for _, k := range held {
+					seen[k]++
+				}
+			}
+			for k, n := range seen {
+				if n > 1 {
+					t.Fatalf("%s: partition %d held by %d processors at once: %v", what, k, n, got)
+				}
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: partitions held %v after a minute", what, got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	e.shared = true // several groups on one embedded log
+	start := func() *running { return e.start(fast, nil) }
+
+	a := start()
+	waitHeld("one processor", map[*running]int{a: parts})
+	publish(0)
+
+	b := start()
+	waitHeld("a second joins", map[*running]int{a: parts / 2, b: parts / 2})
+	publish(1)
+
+	a.crash(t)
+	waitHeld("the first crashed", map[*running]int{b: parts})
+
+	c := start()
+	waitHeld("a third joins", map[*running]int{b: parts / 2, c: parts / 2})
+	publish(2)
+	b.stop(t)
+	waitHeld("the second stopped", map[*running]int{c: parts})
+	c.stop(t)
+
+	for j, cs := range cases {
+		want := e.catalogEngine(cs.project.ID)
+		for _, bt := range batches[j] {
+			want.AddBatch(bt)
+		}
+		if got, w := e.tableDump(cs.project.ID), engineDump(t, want, "EUR"); got != w {
+			t.Fatalf("project %s: tables after partitions moved differ from one pass:\n%s", cs.project.ID, diffLines(got, w))
+		}
+	}
+	if st := c.p.Stats(); st.Batches == 0 {
+		t.Fatalf("the third processor applied nothing: %+v", st)
+	}
+}
