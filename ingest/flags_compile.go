@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/mfhq/mf/evaluator"
 	"github.com/mfhq/mf/storage"
@@ -33,6 +34,9 @@ const maxAt = 9999999999999
 // the others get the `at` recorded for their content in the object store
 // (atStamps), or now when the content is new.
 func (d *FlagDocuments) compileProject(ctx context.Context, st *catalog.State, projectID string, pf *catalog.ProjectFlags, prev *projectDocs, now int64) (*projectDocs, error) {
+	if err := d.waitEngine(ctx); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.CompileTimeout)
 	defer cancel()
 	pd := &projectDocs{flags: pf, browserRefs: refsOf(st, pf.Browser), serverRefs: refsOf(st, pf.Server)}
@@ -475,9 +479,26 @@ func (d *FlagDocuments) CheckDocuments(st *catalog.State) error {
 	return nil
 }
 
+// engineWait bounds the wait for the evaluator's one-off compilation at
+// start, which CompileTimeout (a project's documents) does not include: on
+// a loaded machine compiling the WebAssembly module takes longer than
+// compiling a project's documents ever should.
+const engineWait = 5 * time.Minute
+
+// waitEngine waits until the evaluator is compiled, at most engineWait.
+func (d *FlagDocuments) waitEngine(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, engineWait)
+	defer cancel()
+	_, err := d.eng(ctx)
+	return err
+}
+
 // checkProject measures one project's documents; it returns a message per
 // cap exceeded.
 func (d *FlagDocuments) checkProject(st *catalog.State, pf *catalog.ProjectFlags) ([]string, error) {
+	if err := d.waitEngine(context.Background()); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.CompileTimeout)
 	defer cancel()
 	d.mu.Lock()

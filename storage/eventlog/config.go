@@ -82,8 +82,12 @@ type Config struct {
 	// external server. Default 2m (recovery reads the dedupe window back).
 	StartTimeout time.Duration
 
-	// Replicas is the number of copies each stream keeps. 1 for the
-	// embedded server; 3 is usual on an external cluster. Default 1.
+	// Replicas is the number of copies each stream keeps (contract flag
+	// --log-replicas); a publish is acknowledged once a majority has the
+	// message. 0 (the default) chooses: 1 on the embedded server, 3 on an
+	// external cluster, at most as many as the servers the client knows
+	// of (one external server: 1). Open raises the replicas of streams
+	// created with fewer.
 	Replicas int
 
 	// Prefix is the first token of every subject and, upper-cased, of every
@@ -193,7 +197,7 @@ func DefaultConfig() Config {
 		MaxPayload:   8 << 20,
 		Timeout:      5 * time.Second,
 		StartTimeout: 2 * time.Minute,
-		Replicas:     1,
+		Replicas:     0,
 		Prefix:       "mf",
 		Streams:      DefaultStreams(),
 	}
@@ -239,10 +243,10 @@ func (c Config) Validate() error {
 	if c.StartTimeout <= 0 {
 		return fmt.Errorf("log config: StartTimeout %s must be positive (default 2m)", c.StartTimeout)
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("log config: Replicas %d must be between 1 and 5", c.Replicas)
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("log config: Replicas %d must be between 1 and 5 (0: 1 embedded, 3 on a cluster)", c.Replicas)
 	}
-	if c.Embedded() && c.Replicas != 1 {
+	if c.Embedded() && c.Replicas > 1 {
 		return fmt.Errorf("log config: Replicas %d needs a cluster: the embedded server keeps 1 copy", c.Replicas)
 	}
 	if !isLowerName(c.Prefix) {

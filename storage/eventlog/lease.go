@@ -233,7 +233,7 @@ func (l *Log) leaseBucket(ctx context.Context, cfg LeaseConfig) (jetstream.KeyVa
 		History:     1,
 		TTL:         cfg.TTL,
 		Storage:     jetstream.FileStorage,
-		Replicas:    l.cfg.Replicas,
+		Replicas:    l.replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot open the lease bucket: %w", ErrUnavailable, err)

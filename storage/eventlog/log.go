@@ -55,7 +55,8 @@ type Log struct {
 	js      jetstream.JetStream
 	streams map[string]*streamRef // by topic
 
-	holder string // this process's name in leases
+	holder   string // this process's name in leases
+	replicas int    // copies of each stream: Config.Replicas, or chosen
 
 	mu     sync.Mutex
 	closed bool
@@ -124,11 +125,18 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Log, error) {
 		return nil, fmt.Errorf("cannot use JetStream: %w", err)
 	}
 	l.js = js
+	l.replicas = cfg.Replicas
+	if l.replicas == 0 {
+		l.replicas = 1
+		if !cfg.Embedded() {
+			l.replicas = min(3, max(1, len(l.nc.Servers())))
+		}
+	}
 	if err := l.provision(ctx); err != nil {
 		l.shutdown()
 		return nil, err
 	}
-	attrs := []any{"embedded", cfg.Embedded(), "streams", len(l.streams),
+	attrs := []any{"embedded", cfg.Embedded(), "streams", len(l.streams), "replicas", l.replicas,
 		"max_payload", l.nc.MaxPayload(), "took", time.Since(start).Round(time.Millisecond)}
 	if cfg.Embedded() {
 		attrs = append(attrs, "dir", cfg.Dir, "sync", string(cfg.Sync))
@@ -242,7 +250,7 @@ func (l *Log) provision(ctx context.Context) error {
 			MaxBytes:    maxBytes,
 			MaxMsgs:     -1,
 			Duplicates:  spec.Duplicates,
-			Replicas:    l.cfg.Replicas,
+			Replicas:    l.replicas,
 		}
 		if parts > 0 {
 			scfg.SubjectTransform = partitionTransform(ref.subject, parts)
