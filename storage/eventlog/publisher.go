@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
@@ -83,7 +84,7 @@ func (p *Publisher) PublishOnce(ctx context.Context, topic, id string, msg *mess
 		return Receipt{}, err
 	}
 	m.Header.Set(HeaderMsgID, id)
-	ack, err := p.publish(ctx, r, m)
+	ack, err := p.publishRetrying(ctx, r, m)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("cannot publish message %s (dedupe id %q) to %q: %w", msg.UUID, id, topic, err)
 	}
@@ -133,6 +134,36 @@ func (p *Publisher) publish(ctx context.Context, r route, m *nats.Msg) (*jetstre
 		return nil, fmt.Errorf("publish abandoned by the caller: %w", err)
 	default:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+}
+
+// publishRetrying publishes a message that carries a dedupe id, trying
+// again while the log is unavailable until ctx ends (at most Config.Timeout
+// when ctx has no deadline): sending the same id again is safe, and on a
+// cluster a stream whose leader died answers again once the remaining
+// nodes elected a new one (a few seconds), so a publish spans the
+// election instead of failing in it.
+func (p *Publisher) publishRetrying(ctx context.Context, r route, m *nats.Msg) (*jetstream.PubAck, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.log.cfg.Timeout)
+		defer cancel()
+	}
+	wait := 50 * time.Millisecond
+	for {
+		ack, err := p.publish(ctx, r, m)
+		if err == nil || !errors.Is(err, ErrUnavailable) || p.log.isClosed() {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

@@ -1,0 +1,228 @@
+// Package natstest runs real nats-server processes for tests: a cluster of
+// JetStream nodes on loopback ports, each a process of its own that a test
+// can kill and start again, the way a node of a production cluster dies
+// and comes back. The binary is the nats-server of the module version mf
+// embeds, installed by .ci/nats.sh.
+package natstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Cluster is a JetStream cluster of nats-server processes.
+type Cluster struct {
+	t     testing.TB
+	bin   string
+	nodes []*Node
+}
+
+// Node is one server of a Cluster.
+type Node struct {
+	Name   string
+	Client string // host:port for clients
+	conf   string
+	dir    string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *strings.Builder
+}
+
+// Binary returns the path of the nats-server binary: $MF_NATS_SERVER, else
+// GOBIN or GOPATH/bin, else PATH.
+func Binary() (string, error) {
+	if b := os.Getenv("MF_NATS_SERVER"); b != "" {
+		return b, nil
+	}
+	var dirs []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, p := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			dirs = append(dirs, filepath.Join(p, "bin"))
+		}
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, "nats-server"); isExec(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("no nats-server binary (looked at $MF_NATS_SERVER, GOBIN, GOPATH/bin and PATH); install it with `bash .ci/nats.sh`")
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// StartCluster starts n clustered JetStream servers and waits until the
+// cluster has a JetStream leader. They are killed when t ends.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{t: t, bin: bin}
+	routes := make([]string, n)
+	listeners := make([]net.Listener, 0, 2*n)
+	port := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners = append(listeners, l)
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	clients := make([]int, n)
+	for i := range n {
+		clients[i] = port()
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", port())
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	root := t.TempDir()
+	for i := range n {
+		name := fmt.Sprintf("n%d", i+1)
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		conf := filepath.Join(dir, "server.conf")
+		body := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+max_payload: 8MB
+jetstream {
+  store_dir: %q
+  max_file_store: 2GB
+  max_memory_store: 64MB
+}
+cluster {
+  name: mf-test
+  listen: %s
+  routes: [%s]
+}
+`, name, clients[i], filepath.Join(dir, "js"), strings.TrimPrefix(routes[i], "nats-route://"), strings.Join(routes, ", "))
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, &Node{Name: name, Client: fmt.Sprintf("127.0.0.1:%d", clients[i]), conf: conf, dir: dir})
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			nd.kill()
+		}
+	})
+	for _, nd := range c.nodes {
+		c.Start(nd)
+	}
+	c.WaitReady(2 * time.Minute)
+	return c
+}
+
+// Nodes returns the servers.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// URL returns the comma-separated nats:// URLs of every node (the --log
+// value).
+func (c *Cluster) URL() string {
+	var urls []string
+	for _, nd := range c.nodes {
+		urls = append(urls, "nats://"+nd.Client)
+	}
+	return strings.Join(urls, ",")
+}
+
+// Start starts a node (again) with its configuration and its data.
+func (c *Cluster) Start(nd *Node) {
+	c.t.Helper()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	out := &strings.Builder{}
+	cmd := exec.Command(c.bin, "-c", nd.conf)
+	w := &lockedWriter{b: out}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("cannot start nats-server %s: %v", nd.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	nd.cmd, nd.done, nd.out = cmd, done, out
+}
+
+// Kill ends a node at once (SIGKILL), as a crash would.
+func (c *Cluster) Kill(nd *Node) { nd.kill() }
+
+func (nd *Node) kill() {
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// WaitReady waits until every running node answers and the cluster's
+// JetStream answers an account request (it has a meta leader).
+func (c *Cluster) WaitReady(within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		if last = c.ready(); last == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("NATS cluster not ready within %v: %v", within, last)
+}
+
+func (c *Cluster) ready() error {
+	nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// lockedWriter collects a process's output.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
