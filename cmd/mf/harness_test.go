@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -279,4 +280,32 @@ func tail(s string, n int) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// overviewNumbers reads the demo project's key numbers of the last 24
+// hours from the reporting API at api, by key.
+func overviewNumbers(t testing.TB, api string) map[string]any {
+	t.Helper()
+	code, _, b := do(t, "GET", api+"/api/v1/projects/"+demoProject+"/overview?period=24h", nil, "Authorization", "Bearer "+demoPAT)
+	if code != 200 {
+		t.Fatalf("overview: %d %s", code, b)
+	}
+	var doc struct {
+		Data struct {
+			Attributes struct {
+				Numbers []struct {
+					Key   string
+					Value any
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, n := range doc.Data.Attributes.Numbers {
+		out[n.Key] = n.Value
+	}
+	return out
 }

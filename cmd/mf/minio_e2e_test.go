@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,30 +30,7 @@ func TestServeOnMinIO(t *testing.T) {
 		t.Fatalf("batch: %d %s", code, resp)
 	}
 	// Two people active today, one of them bought for 30 EUR.
-	numbers := func(p *mfProc) map[string]any {
-		code, _, b := do(t, "GET", p.api+"/api/v1/projects/"+demoProject+"/overview?period=24h", nil, "Authorization", "Bearer "+demoPAT)
-		if code != 200 {
-			t.Fatalf("overview: %d %s", code, b)
-		}
-		var doc struct {
-			Data struct {
-				Attributes struct {
-					Numbers []struct {
-						Key   string
-						Value any
-					}
-				}
-			}
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]any{}
-		for _, n := range doc.Data.Attributes.Numbers {
-			out[n.Key] = n.Value
-		}
-		return out
-	}
+	numbers := func(p *mfProc) map[string]any { return overviewNumbers(t, p.api) }
 	want := map[string]any{"people": 2.0, "buyers": 1.0, "revenue": 30.0}
 	same := func(got map[string]any) bool {
 		for k, v := range want {

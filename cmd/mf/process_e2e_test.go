@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -24,7 +23,7 @@ import (
 	"github.com/mfhq/mf/processor"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
-	"github.com/mfhq/mf/storage/eventlog"
+	"github.com/mfhq/mf/storage/storagetest"
 )
 
 const demoProject = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c03"
@@ -158,8 +157,17 @@ func sendTraffic(t *testing.T, base *atomic.Pointer[string], batches []trafficBa
 // snapshotOf opens the current tables of a project in a data directory's
 // object store, read as the reporting API reads them (cache: with a
 // decoded-column cache).
+// storeOf is the object store of a data directory, or the store of an
+// s3:// URL (roles run apart).
+func storeOf(data string) storage.Config {
+	if strings.HasPrefix(data, "s3://") {
+		return storage.Config{Store: data}
+	}
+	return storage.Config{Dir: filepath.Join(data, "objects")}
+}
+
 func snapshotOf(ctx context.Context, data, project string, cache bool) (*rollups.Snapshot, func(), error) {
-	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(data, "objects")}, nil)
+	b, err := storage.Open(ctx, storeOf(data), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,15 +365,9 @@ func TestProcessorCrashCountsEqualUninterruptedRun(t *testing.T) {
 	// the log's partitions on an external log (a server this test runs,
 	// reached over TCP) and one object store, the processors SIGKILLed in
 	// turn while the load is sent and while they catch up.
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir, lcfg.ListenAddr = t.TempDir(), "127.0.0.1:0"
-	server, err := eventlog.Open(context.Background(), lcfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("cannot start the NATS server standing for the cluster: %v", err)
-	}
-	defer server.Close()
-	apart := t.TempDir()
-	shared := []string{"--log", server.ClientURL(), "--data", apart, "--rate-limit-scale", "1000"}
+	server := startLogServer(t)
+	apart := storagetest.StartMinIO(t)
+	shared := []string{"--log", server.ClientURL(), "--store", apart, "--rate-limit-scale", "1000"}
 	if code, out, errOut := runMF(t, nil, append(append([]string{"provision"}, shared[:4]...), prov)...); code != 0 {
 		t.Fatalf("mf provision on the shared log: exit %d\n%s%s", code, out, errOut)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -18,7 +18,13 @@ import (
 
 // startRole starts `mf <role>` (ingest, process or api) on fresh ports and
 // waits until the listeners the role opens answer /healthz.
-func startRole(t *testing.T, role string, extra ...string) *mfProc {
+func startRole(t testing.TB, role string, extra ...string) *mfProc {
+	t.Helper()
+	return startRoleEnv(t, role, nil, extra...)
+}
+
+// startRoleEnv is startRole with variables added to the environment.
+func startRoleEnv(t testing.TB, role string, env []string, extra ...string) *mfProc {
 	t.Helper()
 	p := &mfProc{t: t, data: t.TempDir(), out: &syncBuffer{}, done: make(chan struct{})}
 	p.ingestAddr, p.apiAddr, p.admn = freeAddr(t), freeAddr(t), freeAddr(t)
@@ -28,6 +34,9 @@ func startRole(t *testing.T, role string, extra ...string) *mfProc {
 		"--ingest-addr", p.ingestAddr, "--api-addr", p.apiAddr, "--admin-addr", p.admn}, extra...)
 	p.cmd = exec.Command(mfBinary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("cannot start mf %s: %v", role, err)
 	}
@@ -48,15 +57,7 @@ func startRole(t *testing.T, role string, extra ...string) *mfProc {
 // expire, one stopped hands them over at once. Every batch is counted
 // once throughout; each process exits 0 on SIGTERM.
 func TestRolesApart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir, lcfg.ListenAddr = t.TempDir(), "127.0.0.1:0"
-	server, err := eventlog.Open(ctx, lcfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("cannot start the NATS server standing for the cluster: %v", err)
-	}
-	defer server.Close()
+	server := startLogServer(t)
 	shared := []string{"--log", server.ClientURL(), "--store", storagetest.StartMinIO(t)}
 
 	if code, out, errOut := runMF(t, nil, append(append([]string{"provision"}, shared...), demoFile)...); code != 0 {
