@@ -147,6 +147,7 @@ func (s *Stats) add(o Stats) {
 	s.Reloads += o.Reloads
 	s.TooLate += o.TooLate
 	s.BytesWritten += o.BytesWritten
+	s.Parked += o.Parked
 	s.LastSeq = max(s.LastSeq, o.LastSeq)
 }
 
@@ -343,6 +344,7 @@ func (g *Group) reap() {
 			g.logger.Warn("partition stopped", "partition", k, "err", w.err)
 		}
 		g.ended.add(w.p.Stats())
+		g.ended.Parked = 0 // a partition given up parks nothing
 		delete(g.workers, k)
 	}
 }

@@ -1,7 +1,9 @@
 package processor
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +120,65 @@ func TestGroupSharesPartitions(t *testing.T) {
 	}
 	if st := c.p.Stats(); st.Batches == 0 {
 		t.Fatalf("the third processor applied nothing: %+v", st)
+	}
+}
+
+// TestParkedProjectDoesNotHoldOthers gives two projects of one partition
+// traffic while the first one's manifest cannot be read: the second one's
+// batches are committed all the same, the first is parked; once its
+// manifest is repaired (removed: it starts afresh) the parked project reads
+// its batches back and its tables equal one pass over them.
+func TestParkedProjectDoesNotHoldOthers(t *testing.T) {
+	e := newEnv(t, "")
+	var ids []string
+	for i := 0; len(ids) < 2; i++ {
+		id := fmt.Sprintf("0195f3b4-0000-7000-8000-%012d", 200+i)
+		if len(ids) == 0 || eventlog.PartitionOf(id, eventlog.DefaultPartitions) == eventlog.PartitionOf(ids[0], eventlog.DefaultPartitions) {
+			ids = append(ids, id)
+		}
+	}
+	base := benchCase(t)
+	var cases []*goldenCase
+	var batches [][]*records.Batch
+	for i, id := range ids {
+		cases = append(cases, &goldenCase{name: id, project: goldenProject{ID: id, Timezone: base.project.Timezone, ReportingCurrency: "EUR"}})
+		bs, _ := newTraffic(id, uint64(i+7)).batches(2000)
+		batches = append(batches, bs)
+	}
+	e.provision(cases...)
+	ctx := context.Background()
+	broken := "rollups/" + ids[0] + "/manifest.json"
+	if _, err := e.bucket.Put(ctx, broken, strings.NewReader("{not a manifest")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.start(nil, nil)
+	defer r.stop(t)
+	var last [2]uint64
+	for i := range max(len(batches[0]), len(batches[1])) {
+		for j := range 2 {
+			if i < len(batches[j]) {
+				last[j] = e.publish(batches[j][i])[0]
+			}
+		}
+	}
+	e.waitCheckpoint(ids[1], last[1])
+	if st := r.p.Stats(); st.Parked != 1 {
+		t.Fatalf("%d projects parked, want 1 (the one whose manifest is broken): %+v", st.Parked, st)
+	}
+	if err := e.bucket.Delete(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCheckpoint(ids[0], last[0])
+	if st := r.p.Stats(); st.Parked != 0 {
+		t.Fatalf("%d projects still parked after the repair", st.Parked)
+	}
+	for j, id := range ids {
+		want := e.catalogEngine(id)
+		for _, bt := range batches[j] {
+			want.AddBatch(bt)
+		}
+		if got, w := e.tableDump(id), engineDump(t, want, "EUR"); got != w {
+			t.Fatalf("project %s: tables differ from one pass:\n%s", id, diffLines(got, w))
+		}
 	}
 }

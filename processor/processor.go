@@ -2,6 +2,7 @@ package processor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ import (
 type MessageLog interface {
 	GetMsg(ctx context.Context, topic string, seq uint64) (*message.Message, error)
 	LastSeq(ctx context.Context, topic string) (uint64, error)
+	LastSeqKey(ctx context.Context, topic, key string) (uint64, error)
 	AcquireLease(ctx context.Context, name string, cfg eventlog.LeaseConfig) (*eventlog.Lease, error)
 }
 
@@ -38,6 +40,7 @@ type MessageLog interface {
 type LogReader interface {
 	SubscribeAfter(ctx context.Context, topic string, seq uint64) (<-chan *message.Message, error)
 	SubscribePartitionAfter(ctx context.Context, topic string, part int, seq uint64) (<-chan *message.Message, error)
+	SubscribeKeyAfter(ctx context.Context, topic, key string, seq uint64) (<-chan *message.Message, error)
 }
 
 // CatalogSource gives the current catalog (catalog.Catalog).
@@ -83,6 +86,10 @@ type Processor struct {
 	part, parts int
 
 	projects map[string]*project // owned by the Run goroutine
+	// parked are the projects whose state could not be loaded: their
+	// batches are passed over (and read back once the project loads), so
+	// that one project does not hold up the others.
+	parked   map[string]*parkedProject
 	results  chan commitResult
 	stopped  chan struct{} // closed when Run returns
 	sem      chan struct{}
@@ -104,7 +111,16 @@ type Processor struct {
 
 type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
-	bytes                                                                        atomic.Int64
+	bytes, parked                                                                atomic.Int64
+}
+
+// parkedProject is a project whose state could not be loaded.
+type parkedProject struct {
+	first    uint64 // the lowest position passed over
+	err      error
+	since    time.Time
+	attempts int
+	retryAt  time.Time
 }
 
 // Stats counts what a Processor did.
@@ -121,6 +137,10 @@ type Stats struct {
 	// LastSeq is the highest log position handled, Watermark the position
 	// below which everything is committed.
 	LastSeq, Watermark uint64
+	// Parked is how many projects are parked now: their state cannot be
+	// loaded (their tables cannot be read), so their batches wait in the
+	// log while the other projects go on; they are retried with a backoff.
+	Parked int64
 }
 
 // project is the state of one project, owned by the Run goroutine.
@@ -204,6 +224,7 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 		logger:        logger.With("component", "processor"),
 		cl:            cl,
 		projects:      map[string]*project{},
+		parked:        map[string]*parkedProject{},
 		results:       make(chan commitResult, 64),
 		stopped:       make(chan struct{}),
 		sem:           make(chan struct{}, 2),
@@ -217,7 +238,7 @@ func (p *Processor) Stats() Stats {
 		Batches: p.stats.batches.Load(), Events: p.stats.events.Load(), Skipped: p.stats.skipped.Load(),
 		Corrupt: p.stats.corrupt.Load(), Commits: p.stats.commits.Load(), CommitFailures: p.stats.commitFailures.Load(),
 		Reloads: p.stats.reloads.Load(), TooLate: p.stats.tooLate.Load(), BytesWritten: p.stats.bytes.Load(),
-		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(),
+		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
 	}
 }
 
@@ -300,6 +321,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 		case r := <-p.results:
 			p.done(ctx, r)
 		case <-tick.C:
+			p.retryParked(ctx)
 			p.flushDue(ctx, false)
 			p.writeWatermark(ctx, false)
 		case <-lease.Context().Done():
@@ -376,9 +398,8 @@ func (p *Processor) drainResults(ctx context.Context) {
 // acknowledgement comes first so that the subscriber hands the next
 // message out (it has it decoded already) while this one is applied; a
 // message acknowledged but not committed is above the watermark and read
-// again after a crash. When the message
-// cannot be applied now (the project's tables cannot be read), handle
-// retries until it can or ctx ends.
+// again after a crash. A message of a project whose state cannot be
+// loaded parks the project (apply).
 func (p *Processor) handle(ctx context.Context, m *message.Message) {
 	seq, ok := eventlog.Seq(m)
 	m.Ack()
@@ -397,26 +418,13 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 			p.backlog = true
 		}
 	}
-	wait := p.cfg.RetryBackoff
-	for {
-		err := p.apply(ctx, m, seq)
-		if err == nil {
-			return
-		}
-		p.logger.Warn("cannot apply batch now; retrying", "seq", seq, "retry_in", wait, "err", err)
-		p.drainResults(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Minute)
-	}
+	p.apply(ctx, m, seq)
 }
 
 // apply adds a batch to its project's state, unless the project's tables
-// hold it already.
-func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) error {
+// hold it already. A project whose state cannot be loaded is parked: its
+// batches are passed over until it loads, then read back from the log.
+func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 	// Decoded without copies into a batch reused message after message:
 	// the engine copies what it keeps (facts.Engine.AddBatch).
 	b := &p.batch
@@ -425,21 +433,27 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) e
 		p.stats.corrupt.Add(1)
 		p.logger.Error("cannot decode batch; skipping it", "seq", seq, "err", err)
 		p.handled(seq)
-		return nil
+		return
 	}
 	if p.parts > 0 && eventlog.Legacy(m) && eventlog.PartitionOf(b.Project, p.parts) != p.part {
 		// Stored before the log was partitioned: another partition's.
 		p.handled(seq)
-		return nil
+		return
+	}
+	if pk := p.parked[b.Project]; pk != nil {
+		p.handled(seq) // read back once the project loads
+		return
 	}
 	ps, err := p.project(ctx, b.Project)
 	if err != nil {
-		return err
+		p.park(strings.Clone(b.Project), seq, err)
+		p.handled(seq)
+		return
 	}
 	p.handled(seq)
 	if seq <= ps.applied {
 		p.stats.skipped.Add(1)
-		return nil
+		return
 	}
 	late := ps.engine.Stats().TooLate
 	n := ps.engine.AddBatch(b)
@@ -450,7 +464,43 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) e
 		p.logger.Warn("events for days already final were dropped (older than the late window)", "project", ps.id, "seq", seq, "events", d)
 	}
 	ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
-	return nil
+}
+
+// park passes over a project whose state cannot be loaded, from position
+// seq on, and schedules a retry.
+func (p *Processor) park(id string, seq uint64, err error) {
+	pk := &parkedProject{first: seq, err: err, since: time.Now(), attempts: 1, retryAt: time.Now().Add(p.cfg.RetryBackoff)}
+	p.parked[id] = pk
+	p.stats.parked.Add(1)
+	p.logger.Error("cannot load the state of a project; parking it while the others go on", "project", id, "seq", seq,
+		"retry_in", p.cfg.RetryBackoff, "err", err)
+}
+
+// retryParked tries to load the parked projects whose retry is due; one
+// that loads reads back the batches passed over and goes on.
+func (p *Processor) retryParked(ctx context.Context) {
+	now := time.Now()
+	for id, pk := range p.parked {
+		if now.Before(pk.retryAt) || ctx.Err() != nil {
+			continue
+		}
+		ps, err := p.load(ctx, id)
+		if err == nil {
+			err = p.readBack(ctx, ps, p.lastSeq.Load())
+		}
+		if err != nil {
+			pk.attempts++
+			wait := min(p.cfg.RetryBackoff<<min(pk.attempts-1, 6), time.Minute)
+			pk.retryAt, pk.err = now.Add(wait), err
+			p.logger.Warn("parked project still cannot be loaded", "project", id, "parked_for", now.Sub(pk.since).Round(time.Second),
+				"attempts", pk.attempts, "retry_in", wait, "err", err)
+			continue
+		}
+		delete(p.parked, id)
+		p.stats.parked.Add(-1)
+		p.projects[id] = ps
+		p.logger.Info("parked project loaded; going on", "project", id, "parked_for", now.Sub(pk.since).Round(time.Second))
+	}
 }
 
 // handled records that every batch up to seq was applied or skipped.
@@ -781,7 +831,7 @@ func (p *Processor) reload(ctx context.Context, ps *project) {
 	delete(p.projects, ps.id)
 	fresh, err := p.load(ctx, ps.id)
 	if err == nil {
-		err = p.reapply(ctx, fresh, ps.applied)
+		err = p.readBack(ctx, fresh, ps.applied)
 	}
 	if err != nil {
 		// Keep the old state; try again later.
@@ -794,28 +844,47 @@ func (p *Processor) reload(ctx context.Context, ps *project) {
 	p.projects[ps.id] = fresh
 }
 
-// reapply applies the project's batches of positions after its
-// checkpoint up to to, read back from the log.
-func (p *Processor) reapply(ctx context.Context, ps *project, to uint64) error {
-	for seq := ps.applied + 1; seq <= to; seq++ {
-		m, err := p.deps.Log.GetMsg(ctx, p.cfg.Topic, seq)
-		if errors.Is(err, eventlog.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("cannot re-read batch %d: %w", seq, err)
-		}
-		if id := m.Metadata.Get("project"); id != "" && id != ps.id {
-			continue
-		}
-		b, err := records.Decode(m.Payload)
-		if err != nil || b.Project != ps.id {
-			continue
-		}
-		ps.engine.AddBatch(b)
-		ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+// readBack applies the project's batches of positions after what its
+// state holds up to to, read back from the log (the project's own
+// messages only).
+func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error {
+	last, err := p.deps.Log.LastSeqKey(ctx, p.cfg.Topic, ps.id)
+	if err != nil {
+		return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
 	}
-	return nil
+	to = min(to, last)
+	if to <= ps.applied {
+		return nil
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs, err := p.deps.Subscriber.SubscribeKeyAfter(rctx, p.cfg.Topic, ps.id, ps.applied)
+	if err != nil {
+		return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
+	}
+	for {
+		var m *message.Message
+		select {
+		case m = <-msgs:
+		case <-time.After(p.cfg.CommitTimeout):
+			return fmt.Errorf("cannot read back the batches of project %q: nothing from the log within %v", ps.id, p.cfg.CommitTimeout)
+		}
+		if m == nil {
+			return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, cmp.Or(ctx.Err(), errors.New("the log ended the subscription")))
+		}
+		m.Ack()
+		seq, ok := eventlog.Seq(m)
+		if !ok || seq > to {
+			return nil
+		}
+		if b, err := records.Decode(m.Payload); err == nil && b.Project == ps.id && seq > ps.applied {
+			ps.engine.AddBatch(b)
+			ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+		}
+		if seq >= to {
+			return nil
+		}
+	}
 }
 
 // watermarkDoc is the content of the watermark object.
@@ -878,6 +947,9 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 		if s := ps.firstSeq(); s > 0 && s-1 < safe {
 			safe = s - 1
 		}
+	}
+	for _, pk := range p.parked {
+		safe = min(safe, pk.first-1)
 	}
 	if safe <= p.watermark.Load() {
 		return

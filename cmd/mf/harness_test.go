@@ -240,7 +240,12 @@ func startMFAt(t testing.TB, data string, addrs []string, command string, extra 
 
 // tryDo is do without failing the test on a transport error.
 func tryDo(method, url string, body []byte, header ...string) (int, http.Header, []byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return tryDoWithin(10*time.Second, method, url, body, header...)
+}
+
+// tryDoWithin is tryDo with a time limit of its own.
+func tryDoWithin(limit time.Duration, method, url string, body []byte, header ...string) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
