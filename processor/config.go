@@ -79,6 +79,15 @@ type Config struct {
 	// deleted (Store.Collect). Both run in the background after a commit.
 	CompactInterval time.Duration
 	CollectInterval time.Duration
+	// LogRetention is how long the log keeps a partition's batches once
+	// they are committed to tables: older ones are purged from it (their
+	// events live on in the archive, which replay reads). Measured from
+	// when the log stored them, checked every PurgeInterval, so a batch
+	// leaves the log at most LogRetention plus about two PurgeIntervals
+	// after its commit. 0 keeps them forever. Default 6 days (the
+	// operations contract allows 7).
+	LogRetention  time.Duration
+	PurgeInterval time.Duration
 	// Tables are the table definitions (Tables()).
 	Tables map[string]*rollups.Table
 }
@@ -107,6 +116,8 @@ func DefaultConfig() Config {
 		RetryBackoff:         time.Second,
 		CompactInterval:      time.Minute,
 		CollectInterval:      10 * time.Minute,
+		LogRetention:         6 * 24 * time.Hour,
+		PurgeInterval:        10 * time.Minute,
 		Tables:               Tables(),
 	}
 }
@@ -141,6 +152,9 @@ func (c Config) Validate() error {
 	if c.WatermarkInterval <= 0 || c.CommitTimeout <= 0 || c.RetryBackoff <= 0 ||
 		c.CompactInterval <= 0 || c.CollectInterval <= 0 {
 		errs = append(errs, errors.New("WatermarkInterval, CommitTimeout, RetryBackoff, CompactInterval and CollectInterval must be positive"))
+	}
+	if c.LogRetention < 0 || c.LogRetention > 7*24*time.Hour || c.LogRetention > 0 && c.PurgeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("LogRetention %v must be 0 (keep) or at most 7 days, with a positive PurgeInterval (%v)", c.LogRetention, c.PurgeInterval))
 	}
 	if c.LeaseName == "" {
 		errs = append(errs, errors.New(`LeaseName is empty; use "processor"`))

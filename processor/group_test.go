@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -180,5 +181,46 @@ func TestParkedProjectDoesNotHoldOthers(t *testing.T) {
 		if got, w := e.tableDump(id), engineDump(t, want, "EUR"); got != w {
 			t.Fatalf("project %s: tables differ from one pass:\n%s", id, diffLines(got, w))
 		}
+	}
+}
+
+// TestLogPurgedOnceCommittedAndOld runs a partition with a log retention
+// of two seconds: once its batches are committed and older than that, the
+// log no longer has them, and the tables still hold every event.
+func TestLogPurgedOnceCommittedAndOld(t *testing.T) {
+	e := newEnv(t, "")
+	id := "0195f3b4-0000-7000-8000-000000000300"
+	base := benchCase(t)
+	e.provision(&goldenCase{name: id, project: goldenProject{ID: id, Timezone: base.project.Timezone, ReportingCurrency: "EUR"}})
+	bs, _ := newTraffic(id, 3).batches(3000)
+	r := e.start(func(c *Config) { c.LogRetention, c.PurgeInterval = 2*time.Second, 100*time.Millisecond }, nil)
+	defer r.stop(t)
+	var seqs []uint64
+	for i := range 4 { // in rounds, so that the partition marks positions in between
+		seqs = append(seqs, e.publish(bs[i*len(bs)/4:(i+1)*len(bs)/4]...)...)
+		e.waitCheckpoint(id, seqs[len(seqs)-1])
+		time.Sleep(300 * time.Millisecond)
+	}
+	ctx := context.Background()
+	waitGone := time.Now().Add(time.Minute)
+	for {
+		_, err := e.log.GetMsg(ctx, eventlog.TopicBatches, seqs[0])
+		if errors.Is(err, eventlog.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(waitGone) {
+			t.Fatalf("the first batch (position %d) is still in the log a minute after it was committed", seqs[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := e.catalogEngine(id)
+	for _, bt := range bs {
+		want.AddBatch(bt)
+	}
+	if got, w := e.tableDump(id), engineDump(t, want, "EUR"); got != w {
+		t.Fatalf("tables after the purge differ from one pass:\n%s", diffLines(got, w))
 	}
 }

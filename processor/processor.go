@@ -32,6 +32,7 @@ type MessageLog interface {
 	GetMsg(ctx context.Context, topic string, seq uint64) (*message.Message, error)
 	LastSeq(ctx context.Context, topic string) (uint64, error)
 	LastSeqKey(ctx context.Context, topic, key string) (uint64, error)
+	PurgePartition(ctx context.Context, topic string, part int, below uint64) error
 	AcquireLease(ctx context.Context, name string, cfg eventlog.LeaseConfig) (*eventlog.Lease, error)
 }
 
@@ -104,6 +105,13 @@ type Processor struct {
 	leading       atomic.Bool   // holds the lease and reads the log
 	batch         records.Batch // the batch being applied (apply's scratch)
 	unknownWarned map[string]bool
+	// marks are log positions with when the log stored them, oldest
+	// first (partitions only): the purge of the log finds in them the
+	// position below which batches are past LogRetention.
+	marks       []logMark
+	markChecked time.Time
+	purgedBelow uint64
+	purgedAt    time.Time
 	// crashOnStop makes Run return at once when its context ends, without
 	// the final commit: how the package's tests stand for a crash.
 	crashOnStop atomic.Bool
@@ -324,6 +332,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 			p.retryParked(ctx)
 			p.flushDue(ctx, false)
 			p.writeWatermark(ctx, false)
+			p.purgeLog(ctx)
 		case <-lease.Context().Done():
 			// Another process took the log over: what this one applied is
 			// committed only if its tables did not move meanwhile
@@ -407,6 +416,7 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 		p.logger.Error("message without log position; skipping it", "uuid", m.UUID)
 		return
 	}
+	p.note(m, seq)
 	// Behind the log: many messages still to deliver, or this one stored
 	// a while ago.
 	// Nothing left to deliver is never a backlog, however old the message:
@@ -890,6 +900,65 @@ func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error 
 // watermarkDoc is the content of the watermark object.
 type watermarkDoc struct {
 	Seq uint64 `json:"seq"`
+	// Marks are log positions and when the log stored them (epoch ms),
+	// oldest first, kept for the purge of the log (partitions only).
+	Marks []logMark `json:"marks,omitempty"`
+}
+
+// logMark is a log position and when the log stored it.
+type logMark struct {
+	Seq uint64 `json:"seq"`
+	At  int64  `json:"at"`
+}
+
+// note records a mark for the message at seq now and then: every
+// LogRetention/20 of log time at most, looking at most once a second.
+func (p *Processor) note(m *message.Message, seq uint64) {
+	if p.parts == 0 || p.cfg.LogRetention == 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.markChecked) < min(time.Second, p.cfg.LogRetention/20) {
+		return
+	}
+	p.markChecked = now
+	at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime))
+	if err != nil {
+		return
+	}
+	if n := len(p.marks); n > 0 && at.UnixMilli()-p.marks[n-1].At < (p.cfg.LogRetention / 20).Milliseconds() {
+		return
+	}
+	p.marks = append(p.marks, logMark{Seq: seq, At: at.UnixMilli()})
+}
+
+// purgeLog removes from the log the partition's batches that are both
+// committed (below the watermark) and older than LogRetention.
+func (p *Processor) purgeLog(ctx context.Context) {
+	if p.parts == 0 || p.cfg.LogRetention == 0 || time.Since(p.purgedAt) < p.cfg.PurgeInterval {
+		return
+	}
+	p.purgedAt = time.Now()
+	cutoff := time.Now().Add(-p.cfg.LogRetention).UnixMilli()
+	below, keep := uint64(0), 0
+	for i, mk := range p.marks {
+		if mk.At >= cutoff {
+			break
+		}
+		// Every message before mk.Seq was stored at mk.At or earlier.
+		below, keep = mk.Seq, i
+	}
+	below = min(below, p.watermark.Load()+1)
+	if below <= p.purgedBelow || below <= 1 {
+		return
+	}
+	if err := p.deps.Log.PurgePartition(ctx, p.cfg.Topic, p.part, below); err != nil {
+		p.logger.Warn("cannot purge committed batches from the log; trying again later", "below", below, "err", err)
+		return
+	}
+	p.purgedBelow = below
+	p.marks = p.marks[keep:]
+	p.logger.Debug("purged committed batches past the log's retention", "below", below)
 }
 
 // watermarkKey is the object of this processor's watermark: the
@@ -909,27 +978,28 @@ func partitionWatermarkKey(key string, part int) string {
 // of its own starts from the watermark of the log before it was
 // partitioned, when there is one.
 func (p *Processor) readWatermark(ctx context.Context) (uint64, error) {
-	seq, ok, err := readWatermarkAt(ctx, p.deps.Bucket, p.watermarkKey())
+	w, ok, err := readWatermarkAt(ctx, p.deps.Bucket, p.watermarkKey())
 	if err != nil || ok || p.parts == 0 {
-		return seq, err
+		p.marks = w.Marks
+		return w.Seq, err
 	}
-	seq, _, err = readWatermarkAt(ctx, p.deps.Bucket, p.cfg.WatermarkKey)
-	return seq, err
+	w, _, err = readWatermarkAt(ctx, p.deps.Bucket, p.cfg.WatermarkKey)
+	return w.Seq, err
 }
 
-func readWatermarkAt(ctx context.Context, b storage.Bucket, key string) (uint64, bool, error) {
+func readWatermarkAt(ctx context.Context, b storage.Bucket, key string) (watermarkDoc, bool, error) {
+	var w watermarkDoc
 	data, _, err := storage.ReadAll(ctx, b, key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return 0, false, nil
+		return w, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
+		return w, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
 	}
-	var w watermarkDoc
 	if err := json.Unmarshal(data, &w); err != nil {
-		return 0, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
+		return w, false, fmt.Errorf("cannot read the processor watermark %q: %w", key, err)
 	}
-	return w.Seq, true, nil
+	return w, true, nil
 }
 
 // writeWatermark stores the position below which every batch is
@@ -954,7 +1024,7 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 	if safe <= p.watermark.Load() {
 		return
 	}
-	data, _ := json.Marshal(watermarkDoc{Seq: safe})
+	data, _ := json.Marshal(watermarkDoc{Seq: safe, Marks: p.marks})
 	if _, err := p.deps.Bucket.Put(ctx, p.watermarkKey(), bytes.NewReader(data)); err != nil {
 		p.logger.Warn("cannot write the processor watermark", "err", err)
 		return

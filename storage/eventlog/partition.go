@@ -155,3 +155,24 @@ func (s *Subscriber) SubscribeKeyAfter(ctx context.Context, topic, key string, s
 	}
 	return s.subscribeRoute(ctx, r, seq)
 }
+
+// PurgePartition removes the messages of partition part of a partitioned
+// topic stored before log position below (below itself is kept): the
+// processor does it once their batches are committed to tables and past
+// the log's retention. Messages stored before the stream was partitioned
+// are not touched.
+func (l *Log) PurgePartition(ctx context.Context, topic string, part int, below uint64) error {
+	if l.isClosed() {
+		return ErrClosed
+	}
+	r, err := l.partitionRoute(topic, part)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	if err := r.stream.handle.Purge(ctx, jetstream.WithPurgeSubject(r.filters[0]), jetstream.WithPurgeSequence(below)); err != nil {
+		return fmt.Errorf("%w: cannot purge partition %d of topic %q below %d: %w", ErrUnavailable, part, topic, below, err)
+	}
+	return nil
+}
