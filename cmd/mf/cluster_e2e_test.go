@@ -130,7 +130,7 @@ func TestClusterFaults(t *testing.T) {
 	mu.Unlock()
 	want := float64(accepted.Load())
 	var got any
-	waitFor(t, 3*time.Minute, func() bool {
+	waitForEvery(t, 3*time.Minute, time.Second, func() bool { // the API allows 120 requests a minute
 		got = overviewNumbers(t, rep.api)["people"]
 		return got == want
 	})

@@ -266,12 +266,18 @@ func tryDoWithin(limit time.Duration, method, url string, body []byte, header ..
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, within time.Duration, cond func() bool) {
 	t.Helper()
+	waitForEvery(t, within, 20*time.Millisecond, cond)
+}
+
+// waitForEvery is waitFor polling every pause (a rate-limited API).
+func waitForEvery(t testing.TB, within, pause time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met within %v", within)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
