@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -55,7 +54,6 @@ func (r *Reporting) newAgent() (*agentServer, error) {
 	a.server = mcp.NewServer(&mcp.Implementation{Name: "mf", Title: "mf reporting", Version: buildVersion()},
 		&mcp.ServerOptions{
 			Instructions: agentInstructions,
-			Logger:       r.logger,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
 	for _, t := range agentTools() {
@@ -69,17 +67,10 @@ func (r *Reporting) newAgent() (*agentServer, error) {
 	// gets one JSON answer, so any process of a deployment can take any
 	// request and the adaptor needs no streaming (RATIONALE.md, issue 21).
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return a.server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: discardIfNil(r.logger)})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	withIdentity := auth.RequireBearerToken(agentVerifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	a.handler = adaptor.HTTPHandler(withIdentity(h))
 	return a, nil
-}
-
-func discardIfNil(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }
 
 // agentVerifier hands the identity the gate admitted (a fiber local, which
@@ -116,6 +107,7 @@ func (a *agentServer) gate(c *fiber.Ctx) error {
 	}
 	calls, tool := countToolCalls(c)
 	st := r.agents.peek(id.user.ID, now)
+	st.Allowed = true // what is not a tool call is not counted, nor refused
 	if calls > 0 {
 		if st.Remaining >= calls {
 			for range calls {

@@ -296,6 +296,10 @@ func TestAgentBudget(t *testing.T) {
 		t.Errorf("over the agent budget: %d, Retry-After %q, RateLimit-Policy %q, RateLimit %q", resp.StatusCode,
 			last.Get("Retry-After"), last.Get("RateLimit-Policy"), last.Get("RateLimit"))
 	}
+	// Over the budget, what is not a tool call still answers.
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("listing over the tool-call budget: %v", err)
+	}
 	recs, err := env.rep.RecentAccess(context.Background(), adaID)
 	if err != nil {
 		t.Fatal(err)
