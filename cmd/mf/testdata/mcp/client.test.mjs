@@ -104,6 +104,25 @@ test('each tool answers the REST document for the same parameters', async () => 
   await client.close();
 });
 
+test('every answer carries the rate headers of the agent budget', async () => {
+  const resp = await fetch(`${api}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${keys.olga}`, 'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream', 'Mcp-Protocol-Version': '2025-06-18',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_projects', arguments: {} } }),
+  });
+  assert.equal(resp.status, 200);
+  assert.equal(resp.headers.get('ratelimit-policy'), '"agent";q=120;w=60');
+  assert.match(resp.headers.get('ratelimit'), /^"agent";r=119;t=\d+$/);
+  const body = await resp.json();
+  assert.equal(body.result.structuredContent.data.length, 1, 'Olga sees her one project');
+  const get = await fetch(`${api}/mcp`, { headers: { Authorization: `Bearer ${keys.olga}`, Accept: 'text/event-stream' } });
+  assert.equal(get.status, 405, 'no server-to-client stream');
+  assert.match(get.headers.get('ratelimit'), /^"agent";r=119;t=\d+$/, 'a GET is not a tool call');
+});
+
 test('a missing or refused credential gets 401 before any MCP message', async () => {
   for (const key of [undefined, 'mf_pat_nobody00_' + 'x'.repeat(40), keys.revoked]) {
     await assert.rejects(connect(key), (err) => err.code === 401, `credential ${key}`);
