@@ -51,6 +51,15 @@ func TestMCPWithTypeScriptClient(t *testing.T) {
 		t.Fatalf("the MCP client tests failed (%v):\n%s\nmf's output:\n%s", err, out, tail(p.out.String(), 4000))
 	}
 	t.Logf("MCP client tests:\n%s", tail(string(out), 3000))
+
+	// The bridge with a refused credential says so and exits 1.
+	bridge := exec.Command(mfBinary, "mcp", "--api-url", p.api)
+	bridge.Env = []string{"PATH=" + os.Getenv("PATH"), "MF_API_KEY=" + reportKeys["revoked"]}
+	bout, _ := bridge.CombinedOutput()
+	if bridge.ProcessState.ExitCode() != 1 || !containsAll(string(bout), "refused the credential in MF_API_KEY (401)") ||
+		strings.Contains(string(bout), reportKeys["revoked"]) {
+		t.Errorf("mf mcp with a revoked key: exit %d, %s; want 1, the refusal named, the key not shown", bridge.ProcessState.ExitCode(), bout)
+	}
 }
 
 // TestMCPBridgeNeedsCredential: mf mcp takes its credential from the
