@@ -114,6 +114,8 @@ test('every answer carries the rate headers of the agent budget', async () => {
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_projects', arguments: {} } }),
   });
   assert.equal(resp.status, 200);
+  assert.equal(resp.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(resp.headers.get('access-control-allow-origin'), null, 'no CORS, as on REST');
   assert.equal(resp.headers.get('ratelimit-policy'), '"agent";q=120;w=60');
   assert.match(resp.headers.get('ratelimit'), /^"agent";r=119;t=\d+$/);
   const body = await resp.json();
