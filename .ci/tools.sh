@@ -19,3 +19,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 20 ] || { echo "tools: Node.js 20 or newer is needed, found $(node --version)" >&2; exit 1; }
+# The official MCP TypeScript client for the agent-facing server's tests
+# (cmd/mf/mcp_e2e_test.go), pinned in its package-lock.json.
+(cd cmd/mf/testdata/mcp && npm ci --no-audit --no-fund --loglevel=error)

@@ -32,6 +32,12 @@ type AccessRecord struct {
 	Endpoint string `json:"endpoint"`
 	// Project is the project id of the path, empty for the project list.
 	Project string `json:"project,omitempty"`
+	// Via is "mcp" for a call through the agent-facing server (a tool
+	// call, or a refusal at /mcp); empty for the REST API.
+	Via string `json:"via,omitempty"`
+	// Tool is the tool an agent called; Endpoint is then the REST
+	// endpoint the tool answers from.
+	Tool string `json:"tool,omitempty"`
 	// Status is the HTTP status answered.
 	Status int `json:"status"`
 	// Outcome is "ok", or the reason for a refusal: "key_revoked",

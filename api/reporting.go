@@ -27,6 +27,10 @@ type ReportingConfig struct {
 	// RequestsPerMinute is each person's budget, shared by all their keys
 	// and tokens. Default 120.
 	RequestsPerMinute int
+	// AgentCallsPerMinute is each person's budget of tool calls on the
+	// agent-facing server (/mcp), apart from RequestsPerMinute. Default
+	// 120.
+	AgentCallsPerMinute int
 	// RefusedPerMinute is the number of refused credentials one network
 	// (an IPv4 address or an IPv6 /64) may present per minute before a bad
 	// credential is answered 429. Default 60.
@@ -48,6 +52,7 @@ type ReportingConfig struct {
 func DefaultReportingConfig() ReportingConfig {
 	return ReportingConfig{
 		RequestsPerMinute:   120,
+		AgentCallsPerMinute: 120,
 		RefusedPerMinute:    60,
 		AccessTokenTTL:      time.Hour,
 		RefreshTokenTTL:     30 * 24 * time.Hour,
@@ -63,6 +68,8 @@ func (c ReportingConfig) Validate() error {
 		return fmt.Errorf("reporting config: PublicURL must start with http:// or https://, not %q", c.PublicURL)
 	case c.RequestsPerMinute < 1:
 		return errors.New("reporting config: RequestsPerMinute must be at least 1")
+	case c.AgentCallsPerMinute < 1:
+		return errors.New("reporting config: AgentCallsPerMinute must be at least 1")
 	case c.RefusedPerMinute < 1:
 		return errors.New("reporting config: RefusedPerMinute must be at least 1")
 	case c.AccessTokenTTL < time.Minute:
@@ -107,6 +114,7 @@ type Reporting struct {
 	accessKey []byte
 	cursors   *Cursors
 	persons   *windowLimiter
+	agents    *windowLimiter // tool calls of the agent-facing server
 	refused   *windowLimiter
 	access    *accessLog
 	tables    dataCache // decoded tables per project (data.go)
@@ -138,6 +146,7 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 		accessKey: deriveKey(secret, "app access token"),
 		cursors:   NewCursors(deriveKey(secret, "cursor")),
 		persons:   newWindowLimiter(cfg.RequestsPerMinute, time.Minute),
+		agents:    newWindowLimiter(cfg.AgentCallsPerMinute, time.Minute),
 		refused:   newWindowLimiter(cfg.RefusedPerMinute, time.Minute),
 		access:    newAccessLog(deps.Bucket, cfg.RecentAccess, logger),
 		stop:      make(chan struct{}),
@@ -146,25 +155,39 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: r.onError})
 	app.Use(securityHeaders)
 	app.Get("/healthz", Healthz(ready))
-	v1 := app.Group("/api/v1", r.gate)
-	v1.Get("/projects", r.listProjects)
-	v1.Get("/projects/:project_id", r.getProject)
-	v1.Get("/projects/:project_id/overview", r.getOverview)
-	v1.Get("/projects/:project_id/people", r.listPeople)
-	v1.Get("/projects/:project_id/people/:ref", r.getPerson)
-	v1.Get("/projects/:project_id/events", r.listEvents)
-	v1.Get("/projects/:project_id/goals", r.listGoals)
-	v1.Get("/projects/:project_id/goals/:goal_id", r.getGoalReport)
-	v1.Get("/projects/:project_id/funnel", r.getFunnel)
-	v1.Get("/projects/:project_id/acquisition/channels", r.listChannels)
-	v1.Get("/projects/:project_id/acquisition/search", r.getSearch)
-	v1.Get("/projects/:project_id/acquisition/ads", r.getAds)
-	app.Use(func(c *fiber.Ctx) error {
-		return refuse(fiber.StatusNotFound, "not_found", "", "no such endpoint: "+c.Path())
-	})
+	r.routes(app.Group("/api/v1", r.gate))
+	agent, err := r.newAgent()
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the agent-facing server: %w", err)
+	}
+	app.All("/mcp", agent.gate, agent.serve)
+	app.Use(noEndpoint)
 	r.app = app
 	go r.flushLoop()
 	return r, nil
+}
+
+// routes registers the reporting endpoints on g. The REST API (behind
+// its gate) and the agent-facing server's tools (agent_tools.go) both
+// answer through these handlers, so that they cannot answer differently.
+func (r *Reporting) routes(g fiber.Router) {
+	g.Get("/projects", r.listProjects)
+	g.Get("/projects/:project_id", r.getProject)
+	g.Get("/projects/:project_id/overview", r.getOverview)
+	g.Get("/projects/:project_id/people", r.listPeople)
+	g.Get("/projects/:project_id/people/:ref", r.getPerson)
+	g.Get("/projects/:project_id/events", r.listEvents)
+	g.Get("/projects/:project_id/goals", r.listGoals)
+	g.Get("/projects/:project_id/goals/:goal_id", r.getGoalReport)
+	g.Get("/projects/:project_id/funnel", r.getFunnel)
+	g.Get("/projects/:project_id/acquisition/channels", r.listChannels)
+	g.Get("/projects/:project_id/acquisition/search", r.getSearch)
+	g.Get("/projects/:project_id/acquisition/ads", r.getAds)
+}
+
+// noEndpoint answers a path no route took.
+func noEndpoint(c *fiber.Ctx) error {
+	return refuse(fiber.StatusNotFound, "not_found", "", "no such endpoint: "+c.Path())
 }
 
 // App is the HTTP handler.
@@ -237,6 +260,9 @@ type identity struct {
 // caller to the handlers.
 const (
 	localIdentity = "mf.identity"
+	// localBaseURL carries the API's base address into a tool call's
+	// internal request, so that its links are the REST answer's.
+	localBaseURL = "mf.baseURL"
 )
 
 // credential outcomes of resolve.
@@ -338,23 +364,9 @@ func (r *Reporting) gate(c *fiber.Ctx) error {
 	}
 
 	if id == nil {
-		st := r.refused.take(network, now)
-		setRateHeaders(c, "refused-credentials", st)
-		var err *APIError
-		if !st.Allowed {
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(st.resetSeconds()))
-			err = refuse(fiber.StatusTooManyRequests, "too_many_refused_credentials", "",
-				"too many refused credentials from your network; retry after "+strconv.Itoa(st.resetSeconds())+" seconds")
-		} else {
-			err = refuse(fiber.StatusUnauthorized, "unauthorized", "", unauthorizedDetail[outcome])
-			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mf reporting API"`)
-		}
-		if owner != nil {
-			ep, project := endpointOf(c.Path())
-			r.access.record(owner.ID, AccessRecord{At: now, Credential: name, Endpoint: c.Method() + " " + ep,
-				Project: project, Status: err.Status, Outcome: outcome})
-		}
-		return sendError(c, err)
+		ep, project := endpointOf(c.Path())
+		return r.refuseCredential(c, now, network, outcome, owner,
+			AccessRecord{At: now, Credential: name, Endpoint: c.Method() + " " + ep, Project: project})
 	}
 
 	st := r.persons.take(id.user.ID, now)
@@ -381,6 +393,29 @@ func (r *Reporting) gate(c *fiber.Ctx) error {
 	}
 	r.access.record(id.user.ID, rec)
 	return err
+}
+
+// refuseCredential answers a missing or refused credential: 401, or 429
+// once the network has presented too many refused credentials. A known
+// but unusable API key (or expired app token) is recorded against its
+// owner as rec, with the status and outcome filled in.
+func (r *Reporting) refuseCredential(c *fiber.Ctx, now time.Time, network, outcome string, owner *catalog.User, rec AccessRecord) error {
+	st := r.refused.take(network, now)
+	setRateHeaders(c, "refused-credentials", st)
+	var err *APIError
+	if !st.Allowed {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(st.resetSeconds()))
+		err = refuse(fiber.StatusTooManyRequests, "too_many_refused_credentials", "",
+			"too many refused credentials from your network; retry after "+strconv.Itoa(st.resetSeconds())+" seconds")
+	} else {
+		err = refuse(fiber.StatusUnauthorized, "unauthorized", "", unauthorizedDetail[outcome])
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mf reporting API"`)
+	}
+	if owner != nil {
+		rec.Status, rec.Outcome = err.Status, outcome
+		r.access.record(owner.ID, rec)
+	}
+	return sendError(c, err)
 }
 
 // pathParams names the path segment that follows each collection in the
@@ -448,6 +483,9 @@ func caller(c *fiber.Ctx) *identity {
 
 // baseURL is the API's base address, ending in /api/v1.
 func (r *Reporting) baseURL(c *fiber.Ctx) string {
+	if b, ok := c.Locals(localBaseURL).(string); ok {
+		return b // a tool call of the agent-facing server (agent_tools.go)
+	}
 	if r.cfg.PublicURL != "" {
 		return strings.TrimSuffix(r.cfg.PublicURL, "/")
 	}

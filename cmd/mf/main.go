@@ -29,6 +29,7 @@ commands:
   import      load search-console or ads-platform rows: mf import --project ID [flags] FILE
   replay      rebuild a project's tables from its history: mf replay --project ID [--from DATE]
   eval        evaluate flags: JSON lines on stdin, results on stdout
+  mcp         a stdio bridge to a running mf's agent-facing server: MF_API_KEY=… mf mcp [--api-url URL]
   version     print the version
 
 Run 'mf <command> -h' for the flags of a command.
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return replayMain(ctx, rest, stdout, stderr)
 	case "eval":
 		return evalMain(ctx, rest, stdin, stdout, stderr)
+	case "mcp":
+		return mcpMain(ctx, rest, stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mf", version)
 		return 0

@@ -586,16 +586,16 @@ func runReportCase(t *testing.T, p *mfProc, c reportClock, rc reportCase, names 
 	}
 }
 
-// TestReportGolden sends the golden dataset through the binary and checks
-// every endpoint against the hand-computed answers.
-func TestReportGolden(t *testing.T) {
+// seedReportGolden starts mf serve with the golden dataset's provisioning
+// file, sends its events and imports, and waits until the processor has
+// committed every event.
+func seedReportGolden(t *testing.T) (*mfProc, reportClock) {
+	t.Helper()
 	c := newReportClock(t)
 	var events struct{ Batches []reportBatch }
 	readReportJSON(t, "events.json", &events)
 	var imports struct{ Imports []reportImport }
 	readReportJSON(t, "imports.json", &imports)
-	var expected struct{ Cases []reportCase }
-	readReportJSON(t, "expected.json", &expected)
 
 	p := startMF(t, t.TempDir(), "serve", "--provision", filepath.Join(reportDir, "provision.json"))
 	sent := sendReportBatches(t, p, c, events.Batches)
@@ -646,6 +646,16 @@ func TestReportGolden(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
+
+	return p, c
+}
+
+// TestReportGolden sends the golden dataset through the binary and checks
+// every endpoint against the hand-computed answers.
+func TestReportGolden(t *testing.T) {
+	var expected struct{ Cases []reportCase }
+	readReportJSON(t, "expected.json", &expected)
+	p, c := seedReportGolden(t)
 
 	names := map[string]string{}
 	for _, who := range []string{"alice", "bob", "carol", "dave", "erin", "finn"} {
