@@ -19,3 +19,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 20 ] || { echo "tools: Node.js 20 or newer is needed, found $(node --version)" >&2; exit 1; }
+
+# The dashboard's browser tests drive Chromium with playwright-core, pinned
+# in its own package-lock.json (no browser download: /usr/bin/chromium).
+if [ ! -d api/dashboard/e2e/node_modules/playwright-core ] || [ api/dashboard/e2e/package-lock.json -nt api/dashboard/e2e/node_modules/.package-lock.json ]; then
+  (cd api/dashboard/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mfhq/mf/api/dashboard"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
@@ -143,6 +144,10 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	dash, err := dashboard.New(dashboard.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the reporting API: %w", err)
+	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: r.onError})
 	app.Use(securityHeaders)
 	app.Get("/healthz", Healthz(ready))
@@ -159,6 +164,7 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 	v1.Get("/projects/:project_id/acquisition/channels", r.listChannels)
 	v1.Get("/projects/:project_id/acquisition/search", r.getSearch)
 	v1.Get("/projects/:project_id/acquisition/ads", r.getAds)
+	app.Use(dash.Handler) // the dashboard at / (api/dashboard), beside /api/v1
 	app.Use(func(c *fiber.Ctx) error {
 		return refuse(fiber.StatusNotFound, "not_found", "", "no such endpoint: "+c.Path())
 	})

@@ -1,0 +1,1 @@
+export async function render(ctx) { ctx.el.append("todo"); }
