@@ -53,6 +53,9 @@ func TestDashboard(t *testing.T) {
 	cmd.Dir = e2e
 	cmd.Env = append(os.Environ(),
 		"MF_URL="+p.api,
+		"MF_INGEST="+p.ingest,
+		"MF_WEBSITE_KEY="+reportSources["shop/website"].key,
+		"MF_WEBSITE_ORIGIN="+reportSources["shop/website"].origin,
 		"MF_KEY="+reportKeys["ada"],
 		"MF_CHECK_KEY="+reportKeys["bea"],
 		"MF_LIMITED_KEY="+reportKeys["cy"],

@@ -15,6 +15,9 @@ export const env = {
   revokedKey: need("MF_REVOKED_KEY"),
   shop: need("MF_SHOP"),
   calm: need("MF_CALM"),
+  ingest: need("MF_INGEST"),
+  websiteKey: need("MF_WEBSITE_KEY"), // the shop's website source, to send an event while a page is open
+  websiteOrigin: need("MF_WEBSITE_ORIGIN"),
   chromium: process.env.MF_CHROMIUM || "/usr/bin/chromium",
   shots: process.env.MF_SHOTS || "",
 };
