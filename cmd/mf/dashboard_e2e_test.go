@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +46,7 @@ func TestDashboard(t *testing.T) {
 	readReportJSON(t, "events.json", &events)
 	var imports struct{ Imports []reportImport }
 	readReportJSON(t, "imports.json", &imports)
-	p := startMF(t, t.TempDir(), "serve", "--provision", filepath.Join(reportDir, "provision.json"))
+	p := startMF(t, t.TempDir(), "serve", "--provision", dashboardProvision(t))
 	sendReportBatches(t, p, c, events.Batches)
 	importReportRows(t, p, c, imports.Imports)
 	waitReportProcessed(t, p, events.Batches)
@@ -56,8 +58,9 @@ func TestDashboard(t *testing.T) {
 		"MF_INGEST="+p.ingest,
 		"MF_WEBSITE_KEY="+reportSources["shop/website"].key,
 		"MF_WEBSITE_ORIGIN="+reportSources["shop/website"].origin,
-		"MF_KEY="+reportKeys["ada"],
-		"MF_CHECK_KEY="+reportKeys["bea"],
+		"MF_KEY="+dashboardKeys[0],
+		"MF_PAGES_KEY="+dashboardKeys[1],
+		"MF_CHECK_KEY="+dashboardKeys[2],
 		"MF_LIMITED_KEY="+reportKeys["cy"],
 		"MF_EXPIRED_KEY="+reportKeys["expired"],
 		"MF_REVOKED_KEY="+reportKeys["revoked"],
@@ -71,6 +74,50 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("the dashboard's browser tests failed (%v):\n%s\nmf's output:\n%s", err, out, tail(p.out.String(), 4000))
 	}
 	t.Logf("dashboard browser tests:\n%s", summaryLines(string(out)))
+}
+
+// dashboardKeys are the API keys of three people that dashboardProvision
+// adds to the golden dataset's organizations, so that each browser test
+// file and the direct API checks have a request budget of their own.
+var dashboardKeys = []string{
+	"mf_pat_dash0001_" + strings.Repeat("Dash1", 8),
+	"mf_pat_dash0002_" + strings.Repeat("Dash2", 8),
+	"mf_pat_dash0003_" + strings.Repeat("Check", 8),
+}
+
+// dashboardProvision writes the golden dataset's provisioning file with
+// the people of dashboardKeys added to the organizations Ada is in.
+func dashboardProvision(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(reportDir, "provision.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	users, _ := doc["users"].([]any)
+	orgs := users[0].(map[string]any)["organizations"]
+	for i, key := range dashboardKeys {
+		users = append(users, map[string]any{
+			"id":            fmt.Sprintf("d0000000-0000-4000-8000-%012d", i+1),
+			"name":          fmt.Sprintf("Dashboard %d", i+1),
+			"email":         fmt.Sprintf("dash%d@acme.example", i+1),
+			"organizations": orgs,
+			"apiKeys":       []any{map[string]any{"token": key, "expiresAt": nil, "revoked": false}},
+		})
+	}
+	doc["users"] = users
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "provision.json")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // waitReportProcessed waits until the raw event lists of the last seven

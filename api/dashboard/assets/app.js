@@ -167,6 +167,7 @@ document.addEventListener("click", (e) => {
   if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey || a.target) return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || url.pathname.startsWith("/api/")) return;
+  if (url.hash && url.pathname === location.pathname && url.search === location.search) return; // the skip link
   e.preventDefault();
   go(url.pathname + url.search);
 });

@@ -9,6 +9,7 @@ import { chromium } from "playwright-core";
 export const env = {
   url: need("MF_URL"),
   key: need("MF_KEY"), // the key that signs in to the dashboard
+  pagesKey: need("MF_PAGES_KEY"), // another one, for the report pages' tests (each person has 120 requests a minute)
   checkKey: need("MF_CHECK_KEY"), // another person of the same organizations, who asks the API directly
   limitedKey: need("MF_LIMITED_KEY"), // a person whose budget a test spends
   expiredKey: need("MF_EXPIRED_KEY"),
@@ -72,6 +73,13 @@ export async function ready(page) {
     const m = document.getElementById("main");
     return m && m.dataset.ready === location.pathname + location.search;
   }, null, { timeout: 20000 });
+  // Every control has a name a screen reader can say, every chart a label.
+  const unnamed = await page.evaluate(() => [...document.querySelectorAll("input, select, button, a[href], svg.chart")].filter((el) => {
+    if (el.closest("[hidden]")) return false;
+    const byLabel = el.id && document.querySelector(`label[for="${el.id}"]`);
+    return !(byLabel || el.getAttribute("aria-label") || (el.tagName !== "INPUT" && el.tagName !== "SELECT" && el.textContent.trim()));
+  }).map((el) => el.outerHTML.slice(0, 120)));
+  assert.deepEqual(unnamed, [], "controls without an accessible name on " + page.url());
 }
 
 export async function goto(page, path) {

@@ -159,6 +159,34 @@ test("the overview shows the API's numbers; period, comparison and filters chang
   await context.close();
 });
 
+test("keyboard: skip to the content, reach the reports and change the period without a mouse; dark scheme", async () => {
+  const { context, page } = await open(browser, { colorScheme: "dark" });
+  page.project = env.shop;
+  await signIn(page);
+  await goto(page, `/p/${env.shop}/overview?period=7d`);
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.className), "skip");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "main");
+  // Tab to the Goals tab of the navigation and follow it.
+  await page.focus("nav[aria-label=Reports] a");
+  for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement.textContent)) !== "Goals"; i++) await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  await page.waitForURL((u) => u.pathname.endsWith("/goals"));
+  await ready(page);
+  assert.equal(new URL(page.url()).searchParams.get("period"), "7d", "the period goes along");
+  await page.focus("#period");
+  await page.keyboard.press("ArrowDown"); // 30d
+  await page.waitForURL((u) => u.searchParams.get("period") === "30d");
+  await ready(page);
+  await goto(page, `/p/${env.shop}/overview?period=30d&compare=previous`);
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.notEqual(bg, "rgb(247, 248, 250)", "the dark scheme's background");
+  await shot(page, "overview-dark");
+  clean(page);
+  await context.close();
+});
+
 test("a consentless project's overview shows visits, as the API answers", async () => {
   const { context, page } = await open(browser);
   page.project = env.calm;

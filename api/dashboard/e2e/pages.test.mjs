@@ -9,7 +9,7 @@ let browser, context, page;
 before(async () => {
   browser = await launch();
   ({ context, page } = await open(browser));
-  await signIn(page);
+  await signIn(page, env.pagesKey);
 });
 after(async () => {
   clean(page);
