@@ -96,11 +96,10 @@ async function render() {
     return replace(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "/projects" }, "All projects")));
   }
   try {
-    const proj = r.project ? await project(r.project, signal) : null;
+    // The project and the page's module load side by side.
+    const [proj, mod] = await Promise.all([r.project ? project(r.project, signal) : null, pages[r.page]()]);
     if (signal.aborted) return;
     header(r, proj);
-    const mod = await pages[r.page]();
-    if (signal.aborted) return;
     const body = h("div", { class: "page", "aria-busy": "true" });
     const bar = controls(r, mod.controls || {}, proj, (params) => go(st.href(location.pathname, params)));
     replace(main, bar, body);
