@@ -162,13 +162,14 @@ func waitReportProcessed(t *testing.T, p *mfProc, batches []reportBatch) {
 	}
 }
 
-// summaryLines keeps node:test's result lines.
+// summaryLines keeps node:test's result lines (TAP: "ok 1 - name",
+// "# pass 14").
 func summaryLines(out string) string {
 	var keep []string
 	for _, l := range strings.Split(out, "\n") {
 		s := strings.TrimSpace(l)
-		if strings.HasPrefix(s, "✔") || strings.HasPrefix(s, "✖") || strings.HasPrefix(s, "ℹ") {
-			keep = append(keep, l)
+		if strings.HasPrefix(s, "ok ") || strings.HasPrefix(s, "not ok ") || strings.HasPrefix(s, "# pass") || strings.HasPrefix(s, "# fail") {
+			keep = append(keep, s)
 		}
 	}
 	return strings.Join(keep, "\n")

@@ -72,7 +72,7 @@ export async function ready(page) {
   await page.waitForFunction(() => {
     const m = document.getElementById("main");
     return m && m.dataset.ready === location.pathname + location.search;
-  }, null, { timeout: 20000 });
+  }, null, { timeout: 30000 });
   // Every control has a name a screen reader can say, every chart a label.
   const unnamed = await page.evaluate(() => [...document.querySelectorAll("input, select, button, a[href], svg.chart")].filter((el) => {
     if (el.closest("[hidden]")) return false;

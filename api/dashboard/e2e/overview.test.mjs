@@ -207,6 +207,25 @@ test("a consentless project's overview shows visits, as the API answers", async 
   await context.close();
 });
 
+test("a period without data shows the empty state with the snippet to install", async () => {
+  const { context, page } = await open(browser);
+  page.project = env.shop;
+  await signIn(page);
+  // The dataset has no shop event from 14 to 11 days ago.
+  const q = `period=custom&from=${daysAgo(14)}&to=${daysAgo(11)}`;
+  await goto(page, `/p/${env.shop}/overview?${q}`);
+  const a = await checkOverview(page, q);
+  assert.ok(a.numbers.every((n) => !n.value), "the API answers nothing in that period");
+  assert.equal(await page.locator("[data-state=no-data]").count(), 1);
+  assert.match(await text(page, "[data-state=no-data] code"), /\/v1\/sdk\/mf\.mjs/);
+  await shot(page, "overview-empty");
+  // A period with data has no empty state.
+  await goto(page, `/p/${env.shop}/overview?period=7d`);
+  assert.equal(await page.locator("[data-state=no-data]").count(), 0);
+  clean(page);
+  await context.close();
+});
+
 test("over the request budget: the 429 state counts down its Retry-After", async () => {
   for (let i = 0; i < 200; i++) {
     const res = await fetch(env.url + "/api/v1/projects", { headers: { Authorization: "Bearer " + env.limitedKey } });
