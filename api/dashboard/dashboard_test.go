@@ -3,6 +3,8 @@ package dashboard
 import (
 	"io"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,5 +131,20 @@ func TestSize(t *testing.T) {
 	t.Logf("dashboard: %d JavaScript and CSS files, %d bytes, %d bytes gzipped; index.html %d bytes", s.Files, s.Bytes, s.GzipBytes, s.IndexBytes)
 	if s.GzipBytes > 100*1024 {
 		t.Errorf("the dashboard's JavaScript and CSS are %d bytes gzipped, over the 100 KB budget", s.GzipBytes)
+	}
+}
+
+// TestModules runs the node:test tests of the modules that need no
+// browser (e2e/unit, on the cases of testdata/); the pages themselves are
+// tested in Chromium by cmd/mf's TestDashboard.
+func TestModules(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is needed for the dashboard's module tests: bash .ci/tools.sh installs it")
+	}
+	cmd := exec.Command(node, "--test", filepath.Join("e2e", "unit", "modules.test.mjs"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test e2e/unit: %v\n%s", err, out)
 	}
 }
