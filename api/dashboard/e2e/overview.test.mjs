@@ -243,8 +243,8 @@ test("over the request budget: the 429 state counts down its Retry-After", async
   await context.close();
 });
 
-/** daysAgo is a date in the projects' zone (Europe/Berlin). */
+/** daysAgo is the calendar date n days before today in the projects' zone (Europe/Berlin). */
 function daysAgo(n) {
-  const d = new Date(Date.now() - n * 86400000);
-  return new Intl.DateTimeFormat("en-CA", { timeZone: "Europe/Berlin" }).format(d);
+  const [y, m, d] = new Intl.DateTimeFormat("en-CA", { timeZone: "Europe/Berlin" }).format(new Date()).split("-").map(Number);
+  return new Date(Date.UTC(y, m - 1, d - n)).toISOString().slice(0, 10);
 }
