@@ -49,7 +49,8 @@ func TestDashboard(t *testing.T) {
 	p := startMF(t, t.TempDir(), "serve", "--provision", dashboardProvision(t))
 	sendReportBatches(t, p, c, events.Batches)
 	importReportRows(t, p, c, imports.Imports)
-	waitReportProcessed(t, p, events.Batches)
+	crowd := sendDashboardCrowd(t, p)
+	waitReportProcessed(t, p, append(events.Batches, crowd))
 
 	files, err := filepath.Glob(filepath.Join(e2e, "*.test.mjs"))
 	if err != nil || len(files) == 0 {
@@ -122,6 +123,32 @@ func dashboardProvision(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// dashboardCrowd is how many visitors sendDashboardCrowd adds: more than a
+// page of the people list (50), so that the dashboard's paging is tested.
+const dashboardCrowd = 55
+
+// sendDashboardCrowd sends one pageview each of dashboardCrowd visitors of
+// the shop, an hour ago, and returns them as a batch of the dataset's form
+// (for waitReportProcessed's count).
+func sendDashboardCrowd(t *testing.T, p *mfProc) reportBatch {
+	t.Helper()
+	at := time.Now().Add(-time.Hour).UnixMilli()
+	crowd := reportBatch{Project: "shop"}
+	var evs []string
+	for i := range dashboardCrowd {
+		e := reportEvent{ID: fmt.Sprintf("c0000000-0000-4000-8000-%012d", i+1), Day: 0}
+		crowd.Events = append(crowd.Events, e)
+		evs = append(evs, fmt.Sprintf(`{"id":%q,"name":"$pageview","anonymousId":"crowd-%02d","time":%d,"page":{"url":"https://shop.example/crowd"}}`, e.ID, i, at))
+	}
+	src := reportSources["shop/website"]
+	code, _, resp := do(t, "POST", p.ingest+"/v1/batch/"+src.key, batchBody("c0000000-0000-4000-8000-0000000000ff", "full", evs...),
+		"Origin", src.origin, "User-Agent", browserUA, "Content-Type", "text/plain;charset=UTF-8")
+	if code != 202 {
+		t.Fatalf("the crowd's batch: %d %s", code, resp)
+	}
+	return crowd
 }
 
 // waitReportProcessed waits until the raw event lists of the last seven

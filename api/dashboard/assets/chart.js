@@ -51,7 +51,7 @@ export function trendChart(trend, { zone, title, width }) {
   for (let k = 0; k <= 4; k++) {
     const v = (max * k) / 4;
     grid.push(s("line", { class: "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }),
-      s("text", { class: "tick", x: L - 6, y: y(v) + 4, "text-anchor": "end" }, trend.format === "percent" ? f.percent(v) : f.short(v)));
+      s("text", { class: "tick", x: L - 6, y: y(v) + 4, "text-anchor": "end" }, trend.format === "percent" ? f.shortPercent(v) : f.short(v)));
   }
   const ticks = [];
   const first = series[0]?.points || [];

@@ -3,6 +3,7 @@
 
 const nf = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 const pf = new Intl.NumberFormat(undefined, { style: "percent", minimumFractionDigits: 1, maximumFractionDigits: 1 });
+const pf0 = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 
 export const DASH = "–";
@@ -13,6 +14,11 @@ export function number(v) {
 
 export function percent(v) {
   return v === null || v === undefined ? DASH : pf.format(v);
+}
+
+/** shortPercent is an axis label: a ratio as a whole percentage. */
+export function shortPercent(v) {
+  return pf0.format(v);
 }
 
 export function short(v) {
