@@ -22,3 +22,9 @@ major=$(node -p 'process.versions.node.split(".")[0]')
 # The official MCP TypeScript client for the agent-facing server's tests
 # (cmd/mf/mcp_e2e_test.go), pinned in its package-lock.json.
 (cd cmd/mf/testdata/mcp && npm ci --no-audit --no-fund --loglevel=error)
+
+# The dashboard's browser tests drive Chromium with playwright-core, pinned
+# in its own package-lock.json (no browser download: /usr/bin/chromium).
+if [ ! -d api/dashboard/e2e/node_modules/playwright-core ] || [ api/dashboard/e2e/package-lock.json -nt api/dashboard/e2e/node_modules/.package-lock.json ]; then
+  (cd api/dashboard/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mfhq/mf/api/dashboard"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
@@ -152,6 +153,10 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	dash, err := dashboard.New(dashboard.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the reporting API: %w", err)
+	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: r.onError})
 	app.Use(securityHeaders)
 	app.Get("/healthz", Healthz(ready))
@@ -161,6 +166,7 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 		return nil, fmt.Errorf("cannot build the agent-facing server: %w", err)
 	}
 	app.All("/mcp", agent.gate, agent.serve)
+	app.Use(dash.Handler) // the dashboard at / (api/dashboard), beside /api/v1
 	app.Use(noEndpoint)
 	r.app = app
 	go r.flushLoop()

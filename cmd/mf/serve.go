@@ -432,6 +432,9 @@ func (s *service) printBanner() {
 	for _, hs := range s.servers {
 		path := map[string]string{"ingest": "/v1", "api": "/api/v1", "admin": "/admin/v1"}[hs.name]
 		fmt.Fprintf(w, "  %-8s http://%s%s\n", hs.name, hs.addr, path)
+		if hs.name == "api" {
+			fmt.Fprintf(w, "  %-8s http://%s/ (sign in with an API key)\n", "dashboard", hs.addr)
+		}
 	}
 	if s.provData == nil {
 		return

@@ -46,6 +46,9 @@ type Config struct {
 	DuckDir string
 	// Verbose logs the parts' own lines to stderr.
 	Verbose bool
+	// Dashboard times the dashboard's overview in headless Chromium
+	// (api/dashboard/e2e/measure.mjs).
+	Dashboard bool
 	// CPUProfile, when set, is where a CPU profile of the API timing
 	// (step 4) is written.
 	CPUProfile string
@@ -53,7 +56,7 @@ type Config struct {
 
 // DefaultConfig is issue 7's bench.
 func DefaultConfig() Config {
-	return Config{Seed: 20260701, People: 1_000_000, Events: 10_000_000, Days: 90, Warmup: 3, N: 50, DuckDB: true}
+	return Config{Seed: 20260701, People: 1_000_000, Events: 10_000_000, Days: 90, Warmup: 3, N: 50, DuckDB: true, Dashboard: true}
 }
 
 // Validate reports a setting that cannot work.
@@ -89,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.N, "n", cfg.N, "timed calls per question")
 	fs.BoolVar(&cfg.DuckDB, "duckdb", cfg.DuckDB, "answer the same questions with DuckDB (Node, npm @duckdb/node-api)")
 	fs.StringVar(&cfg.DuckDir, "duckdb-dir", "", "directory of bench.mjs (default: duckdb/ beside this tool's source)")
+	fs.BoolVar(&cfg.Dashboard, "dashboard", cfg.Dashboard, "time the dashboard's overview in headless Chromium (Node, playwright-core)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the parts' own lines (processor, log, API) to stderr")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the API timing to this file")
 	if err := fs.Parse(args); err != nil {
@@ -208,6 +212,12 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 	ours := timeAPI(ctx, base, ds.Project, qs, cfg.Warmup, cfg.N, out)
 	if cfg.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if cfg.Dashboard {
+		if err := timeDashboard(ctx, base, ds.Project, 10, out); err != nil {
+			stopAPI()
+			return err
+		}
 	}
 	stopAPI()
 
