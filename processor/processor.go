@@ -926,7 +926,7 @@ func (p *Processor) note(m *message.Message, seq uint64) {
 	if err != nil {
 		return
 	}
-	if n := len(p.marks); n > 0 && at.UnixMilli()-p.marks[n-1].At < (p.cfg.LogRetention / 20).Milliseconds() {
+	if n := len(p.marks); n > 0 && at.UnixMilli()-p.marks[n-1].At < (p.cfg.LogRetention/20).Milliseconds() {
 		return
 	}
 	p.marks = append(p.marks, logMark{Seq: seq, At: at.UnixMilli()})
