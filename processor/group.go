@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -170,9 +169,20 @@ func (g *Group) Run(ctx context.Context) error {
 	}
 	g.ready.Store(true)
 	defer g.stopAll()
-	changes, err := g.log.WatchLeases(ctx, g.cfg.LeaseName+".", g.cfg.Lease)
-	if err != nil {
-		return fmt.Errorf("cannot start processor group: %w", err)
+	// The log may not answer yet (a cluster electing its leaders): the
+	// group waits for it rather than stopping the process.
+	var changes <-chan struct{}
+	for wait := g.cfg.Lease.Poll; ; wait = min(2*wait, 30*time.Second) {
+		var err error
+		if changes, err = g.log.WatchLeases(ctx, g.cfg.LeaseName+".", g.cfg.Lease); err == nil {
+			break
+		}
+		g.logger.Warn("cannot watch the processor leases yet; trying again", "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
 	// The embedded log is this process's alone: leases found there at the
 	// start were its previous process's, which crashed.
@@ -192,6 +202,7 @@ func (g *Group) Run(ctx context.Context) error {
 	ended := make(chan struct{}, 1)
 	for {
 		if member == nil || member.Context().Err() != nil {
+			var err error
 			member, err = g.log.TryLease(ctx, g.member, g.cfg.Lease, false)
 			if err != nil {
 				g.logger.Warn("cannot join the processor group; trying again", "err", err)

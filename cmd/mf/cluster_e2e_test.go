@@ -130,10 +130,16 @@ func TestClusterFaults(t *testing.T) {
 	mu.Unlock()
 	want := float64(accepted.Load())
 	var got any
-	waitForEvery(t, 3*time.Minute, time.Second, func() bool { // the API allows 120 requests a minute
-		got = overviewNumbers(t, rep.api)["people"]
-		return got == want
-	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for got = overviewNumbers(t, rep.api)["people"]; got != want; got = overviewNumbers(t, rep.api)["people"] {
+		if time.Now().After(deadline) {
+			for i, p := range procs {
+				t.Logf("mf process %d output:\n%s", i+1, tail(p.out.String(), 6000))
+			}
+			t.Fatalf("the reporting API counts %v people after 3 minutes, want %v (one per accepted batch)", got, want)
+		}
+		time.Sleep(time.Second) // the API allows 120 requests a minute
+	}
 	for name, p := range map[string]*mfProc{"ingest": ing, "process 1": procs[0], "process 2": procs[1], "api": rep} {
 		if c := p.stop(time.Minute); c != 0 {
 			t.Errorf("mf %s: exit %d on SIGTERM; output:\n%s", name, c, tail(p.out.String(), 4000))

@@ -225,6 +225,12 @@ func (le *Lease) start(logger *slog.Logger) {
 // leaseBucket returns the log's lease bucket, creating it (or updating its
 // TTL) first.
 func (l *Log) leaseBucket(ctx context.Context, cfg LeaseConfig) (jetstream.KeyValue, error) {
+	l.mu.Lock()
+	kv, ttl := l.leaseKV, l.leaseTTL
+	l.mu.Unlock()
+	if kv != nil && ttl == cfg.TTL {
+		return kv, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	kv, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -238,6 +244,9 @@ func (l *Log) leaseBucket(ctx context.Context, cfg LeaseConfig) (jetstream.KeyVa
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot open the lease bucket: %w", ErrUnavailable, err)
 	}
+	l.mu.Lock()
+	l.leaseKV, l.leaseTTL = kv, cfg.TTL
+	l.mu.Unlock()
 	return kv, nil
 }
 

@@ -58,9 +58,11 @@ type Log struct {
 	holder   string // this process's name in leases
 	replicas int    // copies of each stream: Config.Replicas, or chosen
 
-	mu     sync.Mutex
-	closed bool
-	subs   map[*Subscriber]struct{}
+	mu       sync.Mutex
+	closed   bool
+	leaseKV  jetstream.KeyValue // the lease bucket, once opened
+	leaseTTL time.Duration      // with this TTL
+	subs     map[*Subscriber]struct{}
 }
 
 // streamRef is one stream of the table, as created on the server.
