@@ -249,10 +249,10 @@ export function createClient(options, env) {
   let timer = null;
   const batchUrl = `${endpoint}/v1/batch/${key}`;
 
+  const here = () => cut(cleanUrl(loc.href, opt.hashRouting), 2048);
   function enqueue(name, props, page, person) {
     if (silent) return;
-    const e = { name, id: env.uuid(), time: env.now() };
-    if (page) e.page = page;
+    const e = { name, id: env.uuid(), time: env.now(), page: page || { url: here() } };
     if (props && Object.keys(props).length) e.properties = props;
     const f = full();
     if (f) {
@@ -329,7 +329,7 @@ export function createClient(options, env) {
   // --- Pageviews ---
   let lastUrl = null, views = 0;
   function page() {
-    const url = cut(cleanUrl(loc.href, opt.hashRouting), 2048);
+    const url = here();
     const p = { url };
     const title = cut(doc && doc.title, 512);
     if (title) p.title = title;
@@ -343,7 +343,7 @@ export function createClient(options, env) {
   }
 
   // --- Flags ---
-  const fl = { doc: null, text: '', view: '', at: -Infinity, busy: null, stopped: false, seg: undefined,
+  const fl = { seq: 0, doc: null, text: '', view: '', at: -Infinity, busy: null, stopped: false, seg: undefined,
     ev: null, loaded: null, loadedText: '', seen: new Set(), traits: {} };
   function flagView() {
     if (full() && !waiting) return 'full';
@@ -366,7 +366,9 @@ export function createClient(options, env) {
       init.body = JSON.stringify({ anonymousId: ids.a, identified: !!ids.u });
     }
     fl.at = env.now();
+    const seq = ++fl.seq; // only the latest request's answer counts
     const p = env.fetch(url, init).then(async (r) => {
+      if (seq !== fl.seq) return;
       if (lookup && r.status === 403) { // a consentless source: no lookups, documents by GET
         fl.noLookup = true;
         return fetchFlags();
@@ -376,7 +378,7 @@ export function createClient(options, env) {
       const text = await r.text();
       const body = JSON.parse(text);
       const d = lookup ? body.document : body;
-      if (!d || d.v !== 1) return; // unreadable: keep the last document
+      if (!d || d.v !== 1 || seq !== fl.seq) return; // unreadable: keep the last document
       fl.doc = d;
       fl.text = lookup ? JSON.stringify(d) : text;
       fl.view = view;
@@ -429,7 +431,7 @@ export function createClient(options, env) {
         fl.loadedText = fl.text;
       }
       const r = fl.loaded.evaluate(name, facts) || failure('FLAG_NOT_FOUND');
-      if (fl.view === 'full' && def.e && def.c === 'b' && r.variant && full() && !fl.seen.has(name + ' ' + r.variant)) {
+      if (fl.view === 'full' && def.e && def.c === 'b' && r.variant && r.reason !== 'DISABLED' && full() && !fl.seen.has(name + ' ' + r.variant)) {
         fl.seen.add(name + ' ' + r.variant);
         enqueue('$exposure', { $experiment: name, $variant: r.variant }, null, true);
       }
@@ -463,7 +465,7 @@ export function createClient(options, env) {
     const attrs = {};
     for (const a of el.attributes) if (a.name.startsWith('data-') && Object.keys(attrs).length < 10) attrs[cut(a.name, 128)] = cut(a.value, 100);
     if (Object.keys(attrs).length) p.$el_attrs = attrs;
-    enqueue('$autocapture', p, { url: cut(cleanUrl(loc.href, opt.hashRouting), 2048) });
+    enqueue('$autocapture', p);
   }
 
   // --- Start ---
@@ -510,7 +512,7 @@ export function createClient(options, env) {
       }
       const why = propsProblem(properties);
       if (why) { env.warn(`mf: track ${name} not sent: ${why}`); return; }
-      enqueue(name, properties, { url: cut(cleanUrl(loc.href, opt.hashRouting), 2048) });
+      enqueue(name, properties);
     },
     identify(userId, traits) {
       if (typeof userId !== 'string' || !userId.trim() || userId.length > 256) { env.warn('mf: identify needs a user id of 1 to 256 characters'); return; }
@@ -522,10 +524,10 @@ export function createClient(options, env) {
       ids.u = userId;
       save();
       enqueue('$identify', traits, null, true);
-      if (was !== userId && fl.view === 'full') fetchFlags();
+      if (was !== userId && (fl.doc || fl.busy)) fetchFlags();
     },
     search(query) {
-      if (typeof query === 'string' && query.trim()) enqueue('$search', { query: cut(query, 1000) }, { url: cut(cleanUrl(loc.href, opt.hashRouting), 2048) }, true);
+      if (typeof query === 'string' && query.trim()) enqueue('$search', { query: cut(query, 1000) }, undefined, true);
     },
     consent(answer) {
       if (!OPTIONS.consent(answer) || answer === 'pending') { env.warn('mf: consent takes "granted" or "denied"'); return; }
