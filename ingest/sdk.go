@@ -37,7 +37,7 @@ func NewSDKFiles() (SDKFiles, error) {
 		return SDKFiles{}, fmt.Errorf("the browser client has no VERSION constant")
 	}
 	files := map[string]wasm.File{"evaluator.wasm": wasm.Module()}
-	for name, src := range map[string][]byte{"mf.mjs": browser.Source, "evaluator.mjs": wasm.JS()} {
+	for name, src := range map[string][]byte{"mf.mjs": browser.Minified, "evaluator.mjs": wasm.JS()} {
 		f, err := compressedFile(src, javascriptType)
 		if err != nil {
 			return SDKFiles{}, fmt.Errorf("cannot compress %s of the browser client: %w", name, err)

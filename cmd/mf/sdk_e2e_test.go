@@ -32,7 +32,7 @@ func TestSDKServed(t *testing.T) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatalf("requests.json: %v", err)
 	}
-	files := map[string][]byte{"mf.mjs": browser.Source, "evaluator.mjs": wasm.JS(), "evaluator.wasm": wasm.Module().Raw}
+	files := map[string][]byte{"mf.mjs": browser.Minified, "evaluator.mjs": wasm.JS(), "evaluator.wasm": wasm.Module().Raw}
 	version := browser.Version()
 	for _, c := range cases {
 		path := strings.ReplaceAll(c.Path, "{version}", version)

@@ -5,14 +5,20 @@ import (
 	"regexp"
 )
 
-// Source is mf.mjs as written.
+// Source is mf.mjs as written: what the npm package exports.
 //
 //go:embed mf.mjs
 var Source []byte
 
-// Types is mf.d.ts.
+// Minified is dist/mf.mjs, Source minified by scripts/build.mjs (npm run
+// build): what mf serves at /v1/sdk/.
 //
-//go:embed mf.d.ts
+//go:embed dist/mf.mjs
+var Minified []byte
+
+// Types is mf.d.mts.
+//
+//go:embed mf.d.mts
 var Types []byte
 
 var versionRE = regexp.MustCompile(`(?m)^export const VERSION = '([0-9A-Za-z.+-]+)';$`)
