@@ -30,7 +30,8 @@ if [ ! -d api/dashboard/e2e/node_modules/playwright-core ] || [ api/dashboard/e2
 fi
 
 # npm packages of the browser client's tests (pinned in its package-lock.json):
-# terser (the served, minified build) and typescript (tsc --noEmit).
-for dir in ingest/client/browser; do
+# terser (the served, minified build), typescript (tsc --noEmit) and the
+# OpenFeature web SDK (the web provider).
+for dir in ingest/client/browser ingest/client/openfeature-web; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done

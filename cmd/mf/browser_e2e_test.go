@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mfhq/mf/ingest/client/browser"
 )
 
 // The browser client's end-to-end tests: headless Chromium opens pages of
@@ -281,6 +283,9 @@ func TestBrowserClient(t *testing.T) {
 		rep := site.browse(page(shop, "consent", proxy, "&flags="+url.QueryEscape(string(kq))), nil)
 		checkEmptyStorage(t, "pending", rep["pending"])
 		checkEmptyStorage(t, "denied", rep["denied"])
+		if loaded := fmt.Sprint(rep["resources"]); !strings.Contains(loaded, "/v1/sdk/"+browser.Version()+"/evaluator.wasm") {
+			t.Errorf("a page that evaluates flags loaded %s, want the evaluator of its own version", loaded)
+		}
 		anon, _ := rep["anonymousId"].(string)
 		g, _ := rep["granted"].(map[string]any)
 		if local, _ := g["local"].(map[string]any); anon == "" || len(local) != 1 || local["mf:"+demoWebsite] == nil {
@@ -344,7 +349,10 @@ func TestBrowserClient(t *testing.T) {
 	})
 
 	t.Run("spa", func(t *testing.T) {
-		site.browse(page(shop, "spa", mf.ingest), nil)
+		rep := site.browse(page(shop, "spa", mf.ingest), nil)
+		if loaded := fmt.Sprint(rep["resources"]); strings.Contains(loaded, "evaluator") || !strings.Contains(loaded, "/v1/sdk/mf.mjs") {
+			t.Errorf("a page that reads no flag loaded %s, want mf.mjs and no evaluator", loaded)
+		}
 		want["/s/spa/"] = []string{"$pageview/false", "$pageview/false"}
 	})
 

@@ -27,6 +27,8 @@ async function checkout(): Promise<string> {
   const color = d.value && typeof d.value === 'object' && !Array.isArray(d.value) ? d.value['color'] : null;
   const rule: number | undefined = d.rule;
   await mf.flag('dark-mode', { plan: 'pro' });
+  const all: { [key: string]: FlagResult } = await mf.flags({ plan: 'pro' });
+  void all;
   await mf.flush();
   mf.reset();
   return `${d.variant} ${String(color)} ${rule ?? '-'} ${VERSION} ${cleanUrl(location.href, false)}`;

@@ -136,3 +136,20 @@ test('full mode: experiments before consent, then membership, person facts and o
   assert.equal(exposures[0].anonymousId, ids.a);
   assert.equal(f.evaluatorLoads, 1);
 });
+
+test('flags() answers every flag as flag() does, without exposures', async () => {
+  const route = (r) => {
+    if (!r.url.includes('/v1/flags/')) return { status: 202 };
+    if (r.method === 'POST') return { status: 200, body: { document: browserDoc(2), membership: { segments: [], unavailable: ['ref00001'] } } };
+    return { status: 200, body: browserDoc(1) };
+  };
+  const f = fakeEnv({ route });
+  const mf = createClient({ key: KEY, mode: 'full', consent: 'granted', pageviews: 'manual' }, f.env);
+  const all = await mf.flags({ plan: 'pro' });
+  assert.deepEqual(Object.keys(all).sort(), ['checkout', 'dark', 'hero-o', 'old-test', 'seg', 'server']);
+  for (const [k, v] of Object.entries(all)) assert.deepEqual(v, await mf.flag(k, { plan: 'pro' }), k);
+  assert.deepEqual(all.seg, { variant: 'off', reason: 'DEFAULT' }, 'an unavailable segment holds for neither form');
+  await mf.flush();
+  const exposures = f.batches().flatMap((x) => x.events).filter((e) => e.name === '$exposure');
+  assert.equal(exposures.length, 1, 'only flag() sends exposures');
+});

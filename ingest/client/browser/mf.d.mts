@@ -68,6 +68,12 @@ export interface Client {
    * properties are added to the traits of identify as the facts' properties.
    */
   flag(key: string, properties?: Properties): Promise<FlagResult>;
+  /**
+   * Every flag of the flag document, answered as flag() answers, without
+   * sending exposures (for providers that resolve synchronously, such as
+   * OpenFeature's web provider).
+   */
+  flags(properties?: Properties): Promise<{ [key: string]: FlagResult }>;
   /** Sends what is queued now. */
   flush(): Promise<void>;
   /** Sign-out: forgets the user id and starts a new anonymous id. */

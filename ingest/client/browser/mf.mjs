@@ -393,11 +393,16 @@ export function createClient(options, env) {
   }
   const failure = (code) => ({ reason: 'ERROR', errorCode: code });
 
-  async function flag(name, properties) {
+  // ready waits for a document of the current view, or starts a refresh
+  // of the one there when it is refreshSeconds old.
+  async function ready() {
+    if (!fl.stopped && (fl.doc === null || fl.view !== flagView())) await (fl.busy || fetchFlags());
+    else if (!fl.stopped && !fl.busy && env.now() - fl.at >= opt.refreshSeconds * 1000) fetchFlags();
+  }
+
+  async function flag(name, properties, quiet) {
     try {
-      const view = flagView();
-      if (!fl.stopped && (fl.doc === null || fl.view !== view)) await (fl.busy || fetchFlags());
-      else if (!fl.stopped && !fl.busy && env.now() - fl.at >= opt.refreshSeconds * 1000) fetchFlags();
+      if (!quiet) await ready();
       const d = fl.doc;
       if (!d) return failure('NOT_READY');
       const def = d.flags && d.flags[name];
@@ -431,7 +436,7 @@ export function createClient(options, env) {
         fl.loadedText = fl.text;
       }
       const r = fl.loaded.evaluate(name, facts) || failure('FLAG_NOT_FOUND');
-      if (fl.view === 'full' && def.e && def.c === 'b' && r.variant && r.reason !== 'DISABLED' && full() && !fl.seen.has(name + ' ' + r.variant)) {
+      if (!quiet && fl.view === 'full' && def.e && def.c === 'b' && r.variant && r.reason !== 'DISABLED' && full() && !fl.seen.has(name + ' ' + r.variant)) {
         fl.seen.add(name + ' ' + r.variant);
         enqueue('$exposure', { $experiment: name, $variant: r.variant }, null, true);
       }
@@ -549,7 +554,16 @@ export function createClient(options, env) {
       }
       if ((opt.flags || fl.doc) && !waiting) fetchFlags();
     },
-    flag,
+    flag: (key, properties) => flag(key, properties),
+    // Every flag of the document, answered as flag answers, without
+    // exposures (OpenFeature's web provider resolves from it).
+    async flags(properties) {
+      await ready();
+      const d = fl.doc || {};
+      const out = {};
+      for (const k of [...Object.keys(d.flags || d.values || {}), ...(d.orig || [])]) out[k] = await flag(k, properties, true);
+      return out;
+    },
     flush,
     reset() {
       fl.traits = {};

@@ -16,7 +16,8 @@ async function storage() {
 
 async function report(r) {
   out.textContent = scenario + '\n' + JSON.stringify(r, null, 2);
-  await fetch('/report', { method: 'POST', body: JSON.stringify({ scenario, ...r }) });
+  const resources = performance.getEntriesByType('resource').map((e) => e.name);
+  await fetch('/report', { method: 'POST', body: JSON.stringify({ scenario, resources, ...r }) });
 }
 
 function type(id, value) {
