@@ -160,6 +160,29 @@ func (s *siteServer) browse(url string, prefs map[string]any) map[string]any {
 	return nil
 }
 
+// screenshot saves a PNG of url after its scenario reported.
+func (s *siteServer) screenshot(url, file string) {
+	t := s.t
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		"--host-resolver-rules=MAP shop.test 127.0.0.1", "--user-data-dir="+t.TempDir(),
+		"--user-agent=Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36",
+		"--window-size=900,900", "--virtual-time-budget=60000", "--run-all-compositor-stages-before-draw", "--screenshot="+abs, url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, out)
+	}
+	select { // the page may have reported before Chromium exited
+	case <-s.reports:
+	default:
+	}
+	s.takeSent()
+	t.Logf("screenshot of %s in %s", url, abs)
+}
+
 // storedEvent is an event of the reporting API's raw event list.
 type storedEvent struct {
 	Name, Kind, Path string
@@ -393,6 +416,12 @@ func TestBrowserClient(t *testing.T) {
 		}
 		want["/s/other/"] = nil
 	})
+
+	// MF_SCREENSHOT=FILE saves a picture of a scenario's page (the one in
+	// docs/ was made so).
+	if file := os.Getenv("MF_SCREENSHOT"); file != "" {
+		site.screenshot(page(shop, "screenshot", proxy), file)
+	}
 
 	// What mf stored, by page path: each scenario's events, once.
 	var got map[string][]string

@@ -108,6 +108,7 @@ const scenarios = {
 };
 scenarios.localhost = scenarios.silent;
 scenarios.dnt = scenarios.silent;
+scenarios.screenshot = scenarios.consentless;
 
 try {
   const { init } = await import(q.get('mf') + '/v1/sdk/mf.mjs');
