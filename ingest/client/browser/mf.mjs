@@ -299,7 +299,7 @@ export function createClient(options, env) {
       let status = 0, ra = null;
       try {
         const r = await env.fetch(batchUrl, { method: 'POST', body, headers: { 'Content-Type': TEXT },
-          credentials: 'omit', keepalive: utf8Length(body) <= UNLOAD_BYTES });
+          credentials: 'omit', referrerPolicy: 'no-referrer', keepalive: utf8Length(body) <= UNLOAD_BYTES });
         status = r.status;
         ra = r.headers.get('Retry-After');
       } catch { /* no answer */ }
@@ -321,7 +321,7 @@ export function createClient(options, env) {
   function unload() {
     if (waiting || silent) return;
     const send = (b) => env.beacon(batchUrl, b) || env.fetch(batchUrl, { method: 'POST', body: b,
-      headers: { 'Content-Type': TEXT }, credentials: 'omit', keepalive: true }).catch(() => {});
+      headers: { 'Content-Type': TEXT }, credentials: 'omit', referrerPolicy: 'no-referrer', keepalive: true }).catch(() => {});
     for (const b of retrying) send(b);
     bodies(UNLOAD_BYTES).forEach(send);
   }
