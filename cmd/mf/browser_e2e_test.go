@@ -403,9 +403,14 @@ func TestBrowserClient(t *testing.T) {
 			t.Fatalf("the profile did not turn on Do Not Track: navigator.doNotTrack = %v", rep["dnt"])
 		}
 		checkEmptyStorage(t, "dnt", rep["storage"])
+		rep = site.browse(page(shop, "gpc", proxy), nil)
+		if rep["gpc"] != true {
+			t.Fatalf("the gpc page has navigator.globalPrivacyControl = %v", rep["gpc"])
+		}
+		checkEmptyStorage(t, "gpc", rep["storage"])
 		site.browse(page("http://localhost:"+site.port, "localhost", "http://localhost:"+site.port+"/proxy"), nil)
 		if sent := site.takeSent(); len(sent) != 0 {
-			t.Errorf("sent under Do Not Track or from localhost: %q", sent)
+			t.Errorf("sent under Do Not Track, Global Privacy Control or from localhost: %q", sent)
 		}
 	})
 

@@ -96,7 +96,7 @@ const scenarios = {
     mf.track('never');
     await mf.flush();
     dispatchEvent(new Event('pagehide'));
-    return { storage: await storage(), dnt: navigator.doNotTrack };
+    return { storage: await storage(), dnt: navigator.doNotTrack, gpc: navigator.globalPrivacyControl };
   },
   // An origin the source does not allow.
   async other(init) {
@@ -108,7 +108,13 @@ const scenarios = {
 };
 scenarios.localhost = scenarios.silent;
 scenarios.dnt = scenarios.silent;
+scenarios.gpc = scenarios.silent;
 scenarios.screenshot = scenarios.consentless;
+
+// Debian's Chromium cannot turn Global Privacy Control on (its
+// navigator.globalPrivacyControl is absent or false): the gpc scenario
+// gives the page the property as a browser with GPC on has it.
+if (scenario === 'gpc') Object.defineProperty(Navigator.prototype, 'globalPrivacyControl', { get: () => true, configurable: true });
 
 try {
   const { init } = await import(q.get('mf') + '/v1/sdk/mf.mjs');
