@@ -43,6 +43,7 @@ type siteServer struct {
 	sent     [][]byte // batch bodies that reached the proxy
 	fail503  int      // batch posts still to answer with 503
 	mfIngest string
+	corpus   []byte // the cases of the corpus scenario
 }
 
 func newSiteServer(t *testing.T, mfIngest string) *siteServer {
@@ -57,6 +58,13 @@ func newSiteServer(t *testing.T, mfIngest string) *siteServer {
 	mux.HandleFunc("GET /scenarios.mjs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 		http.ServeFile(w, r, "testdata/browser/scenarios.mjs")
+	})
+	mux.HandleFunc("GET /corpus.json", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		b := s.corpus
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
 	})
 	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
 		var rep map[string]any

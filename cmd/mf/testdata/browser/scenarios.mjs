@@ -98,6 +98,17 @@ const scenarios = {
     dispatchEvent(new Event('pagehide'));
     return { storage: await storage(), dnt: navigator.doNotTrack, gpc: navigator.globalPrivacyControl };
   },
+  // Flags of the evaluator corpus, provisioned by the test, read with the
+  // cases' properties after consent and identify.
+  async corpus(init) {
+    const mf = init({ key, endpoint, mode: 'full', consent: 'granted', pageviews: 'manual' });
+    mf.identify('user-42');
+    const cases = await (await fetch('/corpus.json')).json();
+    const results = [];
+    for (const c of cases) results.push(await mf.flag(c.key, c.properties));
+    const stored = JSON.parse(localStorage.getItem('mf:' + key));
+    return { anonymousId: stored.a, results };
+  },
   // An origin the source does not allow.
   async other(init) {
     const mf = init({ key, endpoint });
