@@ -18,7 +18,7 @@ import (
 const (
 	sdkCurrentCache   = "public, max-age=300"
 	sdkImmutableCache = "public, max-age=31536000, immutable"
-	javascriptType    = "text/javascript; charset=utf-8"
+	javascriptType    = "text/javascript" // module scripts are always UTF-8
 )
 
 // SDKFiles are the files of one version of the browser client, by name:
