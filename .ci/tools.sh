@@ -28,3 +28,10 @@ major=$(node -p 'process.versions.node.split(".")[0]')
 if [ ! -d api/dashboard/e2e/node_modules/playwright-core ] || [ api/dashboard/e2e/package-lock.json -nt api/dashboard/e2e/node_modules/.package-lock.json ]; then
   (cd api/dashboard/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# npm packages of the browser client's tests (pinned in its package-lock.json):
+# terser (the served, minified build), typescript (tsc --noEmit) and the
+# OpenFeature web SDK (the web provider).
+for dir in ingest/client/browser ingest/client/openfeature-web; do
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+done

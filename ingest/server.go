@@ -143,6 +143,7 @@ type Server struct {
 	app       *fiber.App
 	stop      context.CancelFunc
 	done      chan struct{}
+	sdk       SDKFiles
 
 	limAddrBatch, limWebsiteEvents, limSecretEvents *limiter
 }
@@ -172,8 +173,13 @@ func NewServer(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) 
 	if err := enr.RotateSalts(ctx, deps.Clock()); err != nil {
 		return nil, fmt.Errorf("cannot prepare the daily visitor salts: %w", err)
 	}
+	sdk, err := NewSDKFiles()
+	if err != nil {
+		enr.Close()
+		return nil, err
+	}
 	s := &Server{
-		cfg: cfg, deps: deps, logger: logger, enr: enr,
+		cfg: cfg, deps: deps, logger: logger, enr: enr, sdk: sdk,
 		allowance:        newAllowance(deps.Bucket),
 		limAddrBatch:     newLimiter(cfg.Limits.BatchPerAddress),
 		limWebsiteEvents: newLimiter(cfg.Limits.WebsiteKeyEvents),
@@ -224,6 +230,7 @@ func (s *Server) newApp() *fiber.App {
 	app.Post("/v1/batch", s.postBatchSecret)
 	app.Post("/v1/batch/:key", s.postBatchWebsite)
 	moduleRoutes(app, wasm.Module())
+	sdkRoutes(app, s.sdk)
 	s.registerFlagRoutes(app)
 	app.Use(func(c *fiber.Ctx) error { return sendMessage(c, fiber.StatusNotFound, "Not found") })
 	return app
