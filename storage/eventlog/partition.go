@@ -137,6 +137,16 @@ func (s *Subscriber) SubscribePartitionAfter(ctx context.Context, topic string, 
 	if err != nil {
 		return nil, err
 	}
+	// Without messages stored before partitioning after seq, read the
+	// partition's subjects alone: a consumer with one filter costs the
+	// server less per message than one with several.
+	legacy, err := s.log.lastSeq(ctx, route{stream: r.stream, topic: topic, filters: r.filters[1:]})
+	if err != nil {
+		return nil, err
+	}
+	if legacy <= seq {
+		r.filters = r.filters[:1]
+	}
 	return s.subscribeRoute(ctx, r, seq)
 }
 
