@@ -106,12 +106,18 @@ func (g *Group) partitionLease(part int) string {
 // partition: a standby).
 func (g *Group) Ready() bool { return g.ready.Load() }
 
-// Held returns the partitions this process holds now, in order.
+// Held returns the partitions this process holds now, in order: those
+// whose Processor still runs (it gives its lease up as it ends).
 func (g *Group) Held() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]int, 0, len(g.workers))
-	for k := range g.workers {
+	for k, w := range g.workers {
+		select {
+		case <-w.done:
+			continue
+		default:
+		}
 		out = append(out, k)
 	}
 	slices.Sort(out)

@@ -111,17 +111,20 @@ func BenchmarkConsume(b *testing.B) {
 		name  string
 		bytes int
 	}{{"large", benchPayloadSize}, {"small", 600}} {
-		for _, group := range []string{"", "bench"} {
-			name := size.name + "/position"
-			if group != "" {
-				name = size.name + "/group"
-			}
-			b.Run(name, func(b *testing.B) { benchConsume(b, size.bytes, group) })
+		for _, mode := range []string{"position", "group", "partition"} {
+			b.Run(size.name+"/"+mode, func(b *testing.B) { benchConsume(b, size.bytes, mode) })
 		}
 	}
 }
 
-func benchConsume(b *testing.B, size int, group string) {
+// benchConsume reads b.N messages of one key: from a position on the
+// whole topic, in a consumer group, or from a position on the key's
+// partition (what a processor of a partitioned log does).
+func benchConsume(b *testing.B, size int, mode string) {
+	group := ""
+	if mode == "group" {
+		group = "bench"
+	}
 	payload := make([]byte, size)
 	if _, err := rand.Read(payload); err != nil {
 		b.Fatal(err)
@@ -142,7 +145,12 @@ func benchConsume(b *testing.B, size int, group string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ch, err := sub.Subscribe(context.Background(), "batches")
+	var ch <-chan *message.Message
+	if mode == "partition" {
+		ch, err = sub.SubscribePartitionAfter(context.Background(), "batches", PartitionOf("bench", l.Partitions("batches")), 0)
+	} else {
+		ch, err = sub.Subscribe(context.Background(), "batches")
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
