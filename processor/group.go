@@ -106,19 +106,17 @@ func (g *Group) partitionLease(part int) string {
 // partition: a standby).
 func (g *Group) Ready() bool { return g.ready.Load() }
 
-// Held returns the partitions this process holds now, in order: those
-// whose Processor still runs (it gives its lease up as it ends).
+// Held returns the partitions this process reads now, in order: those
+// whose Processor reads the log under the partition's lease (a Processor
+// stops reading before it gives its lease up).
 func (g *Group) Held() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]int, 0, len(g.workers))
 	for k, w := range g.workers {
-		select {
-		case <-w.done:
-			continue
-		default:
+		if w.p.leading.Load() {
+			out = append(out, k)
 		}
-		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out
