@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/mfhq/mf/storage/catalog"
 )
@@ -38,6 +40,9 @@ type AdminConfig struct {
 	// Reporting issues app tokens and keeps recent access; nil when this
 	// process runs no reporting API (those endpoints then answer 501).
 	Reporting *Reporting
+	// Metrics answers GET /metrics (Prometheus text exposition, contract
+	// section 4) behind the admin API's authentication; nil: no /metrics.
+	Metrics http.Handler
 }
 
 // Errors that admin hooks wrap to choose the answer's status.
@@ -83,6 +88,9 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 		ErrorHandler:          a.onError,
 	})
 	app.Get("/healthz", Healthz(ready))
+	if cfg.Metrics != nil {
+		app.Get("/metrics", a.auth, adaptor.HTTPHandler(cfg.Metrics))
+	}
 	g := app.Group("/admin/v1", a.auth)
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)

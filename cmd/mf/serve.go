@@ -85,6 +85,7 @@ type service struct {
 	reporting *api.Reporting
 	ingest    *ingest.Server
 	servers   []*httpServer
+	metrics   *metrics
 	closers   []func() error // in the order they must run at shutdown
 	provData  []byte
 }
@@ -152,6 +153,9 @@ func (c config) rolesString(r role) string {
 
 // open builds the parts below the listeners, in dependency order.
 func (s *service) open(ctx context.Context) error {
+	if err := s.openMetrics(); err != nil {
+		return err
+	}
 	bcfg := storage.DefaultConfig()
 	bcfg.Store, bcfg.Dir = s.cfg.Store, filepath.Join(s.cfg.Data, "objects")
 	b, err := storage.Open(ctx, bcfg, s.logger)
@@ -170,10 +174,15 @@ func (s *service) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open the log: %w", err)
 	}
 	s.log = lg
+	if err := s.metrics.watchLog(lg); err != nil {
+		return fmt.Errorf("cannot register the log's metrics: %w", err)
+	}
 
 	// The flag-document compiler checks every provisioning change against
 	// the documents' size caps, so it exists before the catalog.
-	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, s.logger)
+	fcfg := ingest.DefaultFlagDocumentsConfig()
+	fcfg.Metrics = s.metrics.ingest
+	flags, err := ingest.NewFlagDocuments(ctx, fcfg, b, s.logger)
 	if err != nil {
 		return fmt.Errorf("cannot start the flag-document compiler: %w", err)
 	}
@@ -206,6 +215,11 @@ func (s *service) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open the tables: %w", err)
 	}
 	s.reader = rd
+	if s.roles.has(roleAPI) {
+		if err := s.metrics.watchReader(rd); err != nil {
+			return fmt.Errorf("cannot register the reader's metrics: %w", err)
+		}
+	}
 	if s.roles.has(roleIngest) || s.roles.has(roleProcess) {
 		segs, err := processor.NewSegments(rd, processor.DefaultSegmentsConfig(), s.logger)
 		if err != nil {
@@ -214,7 +228,9 @@ func (s *service) open(ctx context.Context) error {
 		s.segments = segs
 	}
 	if s.roles.has(roleProcess) {
-		proc, err := startProcessor(ctx, processor.DefaultConfig(), lg, b, rd, cat, s.segments, s.logger)
+		pcfg := processor.DefaultConfig()
+		pcfg.Metrics = s.metrics.proc
+		proc, err := startProcessor(ctx, pcfg, s.metrics.rollups, lg, b, rd, cat, s.segments, s.logger)
 		if err != nil {
 			return err
 		}
@@ -238,6 +254,7 @@ func (s *service) open(ctx context.Context) error {
 		icfg.GeoIP = s.cfg.GeoIP
 		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
 		icfg.Limits = icfg.Limits.Scaled(scale)
+		icfg.Metrics = s.metrics.ingest
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
 			Flags: flags, Membership: segmentMembership{s.segments}}, s.logger)
 		if err != nil {
@@ -283,6 +300,7 @@ func (s *service) serveHTTP() error {
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
 			acfg.Reporting = s.reporting
+			acfg.Metrics = s.metrics.handler()
 			imps, err := api.NewImports(api.DefaultImportConfig(), s.bucket, s.cat, nil)
 			if err != nil {
 				return fmt.Errorf("cannot build the import store: %w", err)
@@ -304,6 +322,7 @@ func (s *service) serveHTTP() error {
 		if err != nil {
 			return fmt.Errorf("cannot build the %s API: %w", hs.name, err)
 		}
+		s.metrics.http.instrument(hs.name, app)
 		hs.app, hs.served = app, make(chan error, 1)
 		go func(hs *httpServer) { hs.served <- hs.app.Listener(hs.ln) }(hs)
 		hs.ln.open()
