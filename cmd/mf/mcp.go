@@ -30,14 +30,11 @@ func mcpMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	apiURL := fs.String("api-url", envOr("MF_API_URL", "http://127.0.0.1:8081"),
 		"base address of a running mf's reporting listener (its agent-facing server is <api-url>/mcp)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s=<API key or app access token> mf mcp [--api-url URL]\n", mcpCredentialEnv)
+		fmt.Fprintf(fs.Output(), "usage: %s=<API key or app access token> mf mcp [--api-url URL]\n", mcpCredentialEnv)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

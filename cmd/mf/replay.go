@@ -102,14 +102,11 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	source := fs.String("source", "archive", "where the history is read: archive (the events table) or log (every batch the log keeps)")
 	sf := addStoreFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mf replay --project ID [--from YYYY-MM-DD] [--source archive|log] [--data DIR | --log nats://… --store s3://… | --admin-url URL]")
+		fmt.Fprintln(fs.Output(), "usage: mf replay --project ID [--from YYYY-MM-DD] [--source archive|log] [--data DIR | --log nats://… --store s3://… | --admin-url URL]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if *project == "" || fs.NArg() > 0 {
 		fs.Usage()

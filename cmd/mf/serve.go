@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,23 +29,18 @@ import (
 // SIGINT), then drains and shuts down in order. It returns the exit code.
 func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io.Writer) int {
 	name := map[role]string{rolesAll: "serve", roleIngest: "ingest", roleProcess: "process", roleAPI: "api"}[roles]
-	cfg, fs, err := parseConfig(name, args, os.Getenv, stderr)
-	if err != nil {
-		if errors.Is(err, flagHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "mf %s: %v\n", name, err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mf %s: unexpected arguments %q\n", name, fs.Args())
-		return 2
+	cfg, fs, code := parseConfig(name, args, os.Getenv, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if roles != rolesAll && (cfg.Log == "" || cfg.Store == "") {
 		fmt.Fprintf(stderr, "mf %s: a role run apart needs a shared external --log nats://… and --store s3://…\n", name)
 		return 2
 	}
 	logger := newLogger(cfg, stderr)
+	if flags := unread(name, fs, cfg.specs()); len(flags) > 0 {
+		logger.Info("flags that mf "+name+" does not read are ignored", "flags", strings.Join(flags, " "))
+	}
 	tuneGC(logger)
 	s := &service{cfg: cfg, roles: roles, logger: logger, stdout: stdout}
 	if err := s.run(ctx); err != nil {
@@ -53,8 +49,6 @@ func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io
 	}
 	return 0
 }
-
-var flagHelp = errors.New("help requested")
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
@@ -478,18 +472,18 @@ func (s *service) printBanner() {
 		for _, p := range o.Projects {
 			fmt.Fprintf(w, "  project %q  id %s\n", p.Name, p.ID)
 			for _, src := range p.Sources {
-				kind := "website key"
+				kind, key := "website key", src.Key
 				if src.Kind == catalog.KindServer {
-					kind = "secret key "
+					kind, key = "secret key ", s.shownSecret(src.Key)
 				}
-				fmt.Fprintf(w, "    %s  %s  (%s, %s)\n", kind, src.Key, src.Name, src.Mode)
+				fmt.Fprintf(w, "    %s  %s  (%s, %s)\n", kind, key, src.Name, src.Mode)
 			}
 		}
 	}
 	var pat string
 	for _, u := range f.Users {
 		for _, k := range u.APIKeys {
-			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, k.Token)
+			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, s.shownSecret(k.Token))
 			if pat == "" {
 				pat = k.Token
 			}
@@ -519,6 +513,6 @@ func (s *service) printBanner() {
 		// A browser's User-Agent: curl's own is a bot's, whose events
 		// are not kept.
 		fmt.Fprintf(w, "  curl -A 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0' http://%s/v1/batch/%s -d '{\"v\":1,\"batch\":\"00000000-0000-4000-8000-000000000001\",\"mode\":\"full\",\"events\":[{\"name\":\"$pageview\",\"anonymousId\":\"me\",\"page\":{\"url\":\"https://shop.example/\"}}]}'\n", ingestAddr, webKey)
-		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/projects/%s/overview?period=7d\n", pat, apiAddr, project)
+		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/projects/%s/overview?period=7d\n", s.shownSecret(pat), apiAddr, project)
 	}
 }
