@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
 )
 
 // metricsCase is one batch request of testdata/metrics/batches.json and
@@ -212,8 +214,64 @@ func TestMetricsCountWhatWasAnswered(t *testing.T) {
 	if got := sample(t, last, "mf_processor_lease_held"); got != 1 {
 		t.Errorf("mf_processor_lease_held is %v in the only processor, want 1", got)
 	}
+	checkDocumentedFamilies(t, last)
 	if c := p.stop(time.Minute); c != 0 {
 		t.Errorf("mf serve: exit %d on SIGTERM", c)
+	}
+}
+
+// checkDocumentedFamilies: every mf_ family that docs/metrics.md, the
+// Grafana dashboard and the example alerts name is one that mf serves, and
+// every mf_ family served is documented.
+func checkDocumentedFamilies(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	name := regexp.MustCompile(`\bmf_[a-z_]*[a-z]\b`)
+	served := func(n string) bool {
+		if _, ok := fams[n]; ok {
+			return true
+		}
+		for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+			if base, ok := strings.CutSuffix(n, suffix); ok && fams[base] != nil {
+				return true
+			}
+		}
+		return false
+	}
+	documented := map[string]bool{}
+	for _, path := range []string{"../../docs/metrics.md", "../../docs/grafana-dashboard.json", "../../docs/alerts.yml"} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasSuffix(path, ".json"):
+			var d struct{ Panels []struct{ Targets []struct{ Expr string } } }
+			if err := json.Unmarshal(raw, &d); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		case strings.HasSuffix(path, ".yml"):
+			var r struct {
+				Groups []struct {
+					Rules []struct{ Alert, Expr string }
+				}
+			}
+			if err := yaml.Unmarshal(raw, &r); err != nil || len(r.Groups) == 0 {
+				t.Fatalf("%s: %v (%d groups)", path, err, len(r.Groups))
+			}
+		}
+		for _, n := range name.FindAllString(string(raw), -1) {
+			if strings.HasSuffix(path, ".md") {
+				documented[n] = true
+			}
+			if !served(n) {
+				t.Errorf("%s names %s, which mf serve does not serve", path, n)
+			}
+		}
+	}
+	for n := range fams {
+		if strings.HasPrefix(n, "mf_") && !documented[n] {
+			t.Errorf("mf serves %s, which docs/metrics.md does not describe", n)
+		}
 	}
 }
 
