@@ -34,6 +34,12 @@ type AdminConfig struct {
 	// answers what to report as JSON. Errors wrapping ErrNotFound answer
 	// 404, ErrRefused 422. Nil: the endpoint answers 501.
 	Replay func(ctx context.Context, project, from, source string) (any, error)
+	// StartReplay checks a replay's options and returns its work, run as a
+	// job of Jobs (POST .../replays answers 202 at once, GET
+	// .../replays/{id} its progress and result). Errors wrapping
+	// ErrNotFound answer 404, ErrRefused 422. Nil: 501.
+	StartReplay func(ctx context.Context, project, from, source string) (JobRun, error)
+	Jobs        *Jobs
 	// Imports stores search-console and ads-platform import rows
 	// (docs/imports.md); nil: the import endpoint answers 501.
 	Imports *Imports
@@ -96,6 +102,8 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Get("/catalog", a.catalogSummary)
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
 	g.Post("/projects/:project/replay", a.replay)
+	g.Post("/projects/:project/replays", a.startReplay)
+	g.Get("/projects/:project/replays/:id", a.replayJob)
 	g.Post("/projects/:project/imports", a.importRows)
 	g.Post("/users/:user/app-tokens", a.issueAppTokens)
 	g.Post("/app-tokens/refresh", a.refreshAppTokens)

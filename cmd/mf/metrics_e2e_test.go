@@ -245,7 +245,9 @@ func checkDocumentedFamilies(t *testing.T, fams map[string]*dto.MetricFamily) {
 		}
 		switch {
 		case strings.HasSuffix(path, ".json"):
-			var d struct{ Panels []struct{ Targets []struct{ Expr string } } }
+			var d struct {
+				Panels []struct{ Targets []struct{ Expr string } }
+			}
 			if err := json.Unmarshal(raw, &d); err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}

@@ -80,6 +80,7 @@ type service struct {
 	ingest    *ingest.Server
 	servers   []*httpServer
 	metrics   *metrics
+	adminJobs *api.Jobs      // background jobs of the admin API (replays)
 	closers   []func() error // in the order they must run at shutdown
 	provData  []byte
 }
@@ -300,7 +301,8 @@ func (s *service) serveHTTP() error {
 				return fmt.Errorf("cannot build the import store: %w", err)
 			}
 			acfg.Imports = imps
-			acfg.Replay = replayer{bucket: s.bucket, log: s.log, cat: s.cat, reader: s.reader, logger: s.logger}.replay
+			rp := replayer{bucket: s.bucket, log: s.log, cat: s.cat, logger: s.logger}
+			acfg.Replay, acfg.StartReplay, acfg.Jobs = rp.replay, rp.start, s.jobs()
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {
@@ -393,6 +395,9 @@ func (s *service) shutdown() error {
 			}
 		}
 		_ = hs.ln.Close()
+	}
+	if s.adminJobs != nil {
+		s.adminJobs.Close() // before the stores they write close
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Close(); err != nil {
