@@ -40,6 +40,11 @@ type AdminConfig struct {
 	// ErrNotFound answer 404, ErrRefused 422. Nil: 501.
 	StartReplay func(ctx context.Context, project, from, source string) (JobRun, error)
 	Jobs        *Jobs
+	// ReloadGeoIP reads the GeoIP database file again and swaps it in
+	// (POST /admin/v1/geoip/reload). Errors wrapping ErrNotFound answer
+	// 404 (no database configured); others 422 (the old one stays). Nil:
+	// 501 (this process runs no ingest).
+	ReloadGeoIP func() error
 	// Imports stores search-console and ads-platform import rows
 	// (docs/imports.md); nil: the import endpoint answers 501.
 	Imports *Imports
@@ -103,6 +108,7 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
 	g.Post("/projects/:project/replay", a.replay)
 	g.Post("/projects/:project/replays", a.startReplay)
+	g.Post("/geoip/reload", a.reloadGeoIP)
 	g.Get("/projects/:project/replays/:id", a.replayJob)
 	g.Post("/projects/:project/imports", a.importRows)
 	g.Post("/users/:user/app-tokens", a.issueAppTokens)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -160,4 +161,19 @@ func (a *Admin) replayJob(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such replay job (jobs are kept in memory until the process stops)"})
 	}
 	return c.JSON(st)
+}
+
+// reloadGeoIP is POST /admin/v1/geoip/reload: 200 once the database file
+// was read again and swapped in.
+func (a *Admin) reloadGeoIP(c *fiber.Ctx) error {
+	if a.cfg.ReloadGeoIP == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process runs no ingest service"})
+	}
+	if err := a.cfg.ReloadGeoIP(); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": err.Error()})
+		}
+		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": err.Error()})
+	}
+	return c.JSON(fiber.Map{"reloaded": true})
 }

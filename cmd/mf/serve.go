@@ -121,6 +121,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		return err
 	}
 	s.ready.Store(true)
+	s.handleSIGHUP(ctx)
 	s.logger.Info("mf is ready", "startup", time.Since(start).Round(time.Millisecond), "roles", s.cfg.rolesString(s.roles))
 	s.printBanner()
 
@@ -303,6 +304,7 @@ func (s *service) serveHTTP() error {
 			acfg.Imports = imps
 			rp := replayer{bucket: s.bucket, log: s.log, cat: s.cat, logger: s.logger}
 			acfg.Replay, acfg.StartReplay, acfg.Jobs = rp.replay, rp.start, s.jobs()
+			acfg.ReloadGeoIP = s.adminReloadGeoIP()
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {
