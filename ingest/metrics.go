@@ -41,6 +41,10 @@ type Metrics struct {
 	// skips the label lookup).
 	byStatus          [600]atomic.Pointer[prometheus.Counter]
 	accepted, dropped prometheus.Counter
+	// The children of the fixed label values, made once (read-only after
+	// NewMetrics).
+	byReason                   map[string]prometheus.Counter
+	stored, duplicate, failure prometheus.Observer
 }
 
 // NewMetrics builds the collectors and registers them on reg.
@@ -68,9 +72,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	m.accepted, m.dropped = m.Events.WithLabelValues("accepted"), m.Events.WithLabelValues("dropped")
+	m.byReason = map[string]prometheus.Counter{}
 	for _, r := range []string{"", ReceiptBot, ReceiptInstallCheck, ReceiptIngestionPaused, ReceiptAllowanceExhaust} {
-		m.Receipts.WithLabelValues(r)
+		m.byReason[r] = m.Receipts.WithLabelValues(r)
 	}
+	m.stored = m.PublishSeconds.WithLabelValues("stored")
+	m.duplicate = m.PublishSeconds.WithLabelValues("duplicate")
+	m.failure = m.PublishSeconds.WithLabelValues("error")
 	for _, s := range []int{202, 400, 401, 403, 413, 429, 503} {
 		m.batchStatus(s)
 	}
@@ -120,7 +128,11 @@ func (s *Server) answerReceipt(c *fiber.Ctx, r records.Receipt) error {
 	if m := s.cfg.Metrics; m != nil {
 		m.accepted.Add(float64(r.Accepted))
 		m.dropped.Add(float64(r.Dropped))
-		m.Receipts.WithLabelValues(r.Reason).Inc()
+		if c, ok := m.byReason[r.Reason]; ok {
+			c.Inc()
+		} else {
+			m.Receipts.WithLabelValues(r.Reason).Inc()
+		}
 	}
 	return c.Status(fiber.StatusAccepted).JSON(r)
 }
@@ -130,14 +142,14 @@ func (m *Metrics) observePublish(took time.Duration, duplicate bool, err error) 
 	if m == nil {
 		return
 	}
-	outcome := "stored"
+	o := m.stored
 	switch {
 	case err != nil:
-		outcome = "error"
+		o = m.failure
 	case duplicate:
-		outcome = "duplicate"
+		o = m.duplicate
 	}
-	m.PublishSeconds.WithLabelValues(outcome).Observe(took.Seconds())
+	o.Observe(took.Seconds())
 }
 
 // documentsCompiled counts n flag documents compiled.

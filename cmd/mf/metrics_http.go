@@ -124,7 +124,10 @@ func (m *httpMetrics) instrument(listener string, app *fiber.App) {
 	srv := app.Server()
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
-		start := m.now()
+		// The web server notes when it hands a request to the handler
+		// (ctx.Time): reading the clock costs as much as the rest of the
+		// counting, so it is read once more only.
+		start := ctx.Time()
 		next(ctx)
 		took := m.now().Sub(start).Seconds()
 		status := ctx.Response.StatusCode()
