@@ -44,6 +44,7 @@ type config struct {
 	APIPublicURL   string // --api-public-url, MF_API_PUBLIC_URL: the reporting API's base as clients reach it (links)
 	RateLimitScale string // --rate-limit-scale, MF_RATE_LIMIT_SCALE: multiplies every /v1 rate budget (load tests)
 	PrintSecrets   string // --print-secrets, MF_PRINT_SECRETS: "true" shows full secret keys in the banner (the demo)
+	AccessLog      string // --access-log, MF_ACCESS_LOG: "true" logs every request answered (slog)
 }
 
 func defaultConfig() config {
@@ -57,6 +58,7 @@ func defaultConfig() config {
 		LogFormat:      "text",
 		RateLimitScale: "1",
 		PrintSecrets:   "false",
+		AccessLog:      "false",
 	}
 }
 
@@ -94,6 +96,7 @@ func (c *config) specs() []flagSpec {
 		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL, cmdsAPI},
 		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale, cmdsIngest},
 		{"print-secrets", "MF_PRINT_SECRETS", "true: the start-up banner shows provisioned secret keys and API keys in full (for a local demo only)", &c.PrintSecrets, cmdsAll},
+		{"access-log", "MF_ACCESS_LOG", "true: log every request answered (listener, method, route pattern, status, time, bytes; never a path as asked, a query string or a client address)", &c.AccessLog, cmdsAll},
 	}
 }
 
@@ -130,7 +133,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout,
 		if v := getenv(s.env); v != "" {
 			*s.field = v
 		}
-		if s.name == "print-secrets" {
+		if s.name == "print-secrets" || s.name == "access-log" {
 			fs.Var(boolString{s.field}, s.name, s.help+" (env "+s.env+")")
 			continue
 		}
@@ -232,6 +235,9 @@ func (c config) validate() error {
 	}
 	if _, err := strconv.ParseBool(c.PrintSecrets); err != nil {
 		errs = append(errs, fmt.Errorf("--print-secrets %q: want true or false", c.PrintSecrets))
+	}
+	if _, err := strconv.ParseBool(c.AccessLog); err != nil {
+		errs = append(errs, fmt.Errorf("--access-log %q: want true or false", c.AccessLog))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))

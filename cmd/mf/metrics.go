@@ -153,6 +153,9 @@ func (s *service) openMetrics() error {
 	if err != nil {
 		return fmt.Errorf("cannot build the metrics registry: %w", err)
 	}
+	if s.cfg.AccessLog == "true" {
+		m.http.access = s.logger.With("log", "access")
+	}
 	s.metrics = m
 	return nil
 }

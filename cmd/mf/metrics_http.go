@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -20,6 +22,8 @@ type httpMetrics struct {
 	requests, routeRequests *prometheus.CounterVec
 	duration, routeDuration *prometheus.HistogramVec
 	now                     func() time.Time
+	// access, when set, logs every request answered (--access-log).
+	access *slog.Logger
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, now func() time.Time) (*httpMetrics, error) {
@@ -138,5 +142,13 @@ func (m *httpMetrics) instrument(listener string, app *fiber.App) {
 		count(status).Inc()
 		total.Observe(took)
 		rs.observe(m, listener, status, took)
+		if m.access != nil {
+			// The route pattern, never the path as asked (ids, keys) or
+			// its query string (the specification forbids storing the
+			// reporting API's); no client address.
+			m.access.LogAttrs(context.Background(), slog.LevelInfo, "request", slog.String("listener", listener),
+				slog.String("method", string(ctx.Method())), slog.String("route", rs.pattern), slog.Int("status", status),
+				slog.Float64("seconds", took), slog.Int("bytes", len(ctx.Response.Body())))
+		}
 	}
 }
