@@ -45,6 +45,7 @@ type config struct {
 	RateLimitScale string // --rate-limit-scale, MF_RATE_LIMIT_SCALE: multiplies every /v1 rate budget (load tests)
 	PrintSecrets   string // --print-secrets, MF_PRINT_SECRETS: "true" shows full secret keys in the banner (the demo)
 	AccessLog      string // --access-log, MF_ACCESS_LOG: "true" logs every request answered (slog)
+	LogReplicas    string // --log-replicas, MF_LOG_REPLICAS: copies of each stream ("": 1 embedded, 3 on a cluster, at most its size)
 }
 
 func defaultConfig() config {
@@ -87,6 +88,7 @@ func (c *config) specs() []flagSpec {
 		{"admin-token", "MF_ADMIN_TOKEN", "bearer token for the admin API; without it only loopback callers are served", &c.AdminToken, cmdsAdmin},
 		{"provision", "MF_PROVISION", "provisioning file to apply before serving", &c.Provision, cmdsAll},
 		{"log", "MF_LOG", "nats://host:port[,host:port...] of an external NATS JetStream cluster (default: embedded)", &c.Log, cmdsAll},
+		{"log-replicas", "MF_LOG_REPLICAS", "copies of each stream the log keeps, 1 to 5; a batch is acknowledged once a majority has it (default: 3 on an external cluster, at most its size; 1 embedded)", &c.LogReplicas, cmdsAll},
 		{"store", "MF_STORE", "s3://ACCESS:SECRET@host:port/bucket?secure=false for MinIO or any S3 (default: local directory)", &c.Store, cmdsAll},
 		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database (reloaded on SIGHUP)", &c.GeoIP, cmdsIngest},
 		{"trusted-proxies", "MF_TRUSTED_PROXIES", "comma-separated CIDRs allowed to set the client address by X-Forwarded-For", &c.TrustedProxies, cmdsIngest},
@@ -236,6 +238,15 @@ func (c config) validate() error {
 	if _, err := strconv.ParseBool(c.PrintSecrets); err != nil {
 		errs = append(errs, fmt.Errorf("--print-secrets %q: want true or false", c.PrintSecrets))
 	}
+	if c.LogReplicas != "" {
+		n, err := strconv.Atoi(c.LogReplicas)
+		switch {
+		case err != nil || n < 1 || n > 5:
+			errs = append(errs, fmt.Errorf("--log-replicas %q: want a number from 1 to 5", c.LogReplicas))
+		case n > 1 && c.Log == "":
+			errs = append(errs, fmt.Errorf("--log-replicas %d needs an external --log cluster: the embedded log keeps 1 copy", n))
+		}
+	}
 	if _, err := strconv.ParseBool(c.AccessLog); err != nil {
 		errs = append(errs, fmt.Errorf("--access-log %q: want true or false", c.AccessLog))
 	}
@@ -267,4 +278,11 @@ func (c config) trustedProxies() ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// logReplicas is --log-replicas as a number, 0 when not given (the log
+// chooses: 1 embedded, 3 on a cluster, at most as many as its servers).
+func (c config) logReplicas() int {
+	n, _ := strconv.Atoi(c.LogReplicas)
+	return n
 }

@@ -162,6 +162,7 @@ func (s *service) open(ctx context.Context) error {
 
 	lcfg := eventlog.DefaultConfig()
 	lcfg.URL, lcfg.Dir = s.cfg.Log, filepath.Join(s.cfg.Data, "log")
+	lcfg.Replicas = s.cfg.logReplicas()
 	if s.cfg.Fsync == "always" {
 		lcfg.Sync = eventlog.SyncPolicyAlways
 	}
