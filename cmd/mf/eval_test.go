@@ -146,7 +146,7 @@ func TestEvalFlags(t *testing.T) {
 	}{
 		{[]string{"--engine", "js"}, 2, "--engine must be native or wasm"},
 		{[]string{"extra"}, 2, "unexpected argument"},
-		{[]string{"--nope"}, 2, "unknown flag --nope"},
+		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"-h"}, 0, "usage: mf eval"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -80,7 +80,7 @@ func (b *bridgeAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 // forwards calls until stdin closes or ctx ends.
 func runBridge(ctx context.Context, endpoint, cred string, stdin io.Reader, stdout io.Writer) error {
 	ba := &bridgeAuth{cred: cred, rt: http.DefaultTransport}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mf-mcp-bridge", Version: version}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mf-mcp-bridge", Version: releaseVersion()}, nil)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	remote, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true,
@@ -96,7 +96,7 @@ func runBridge(ctx context.Context, endpoint, cred string, stdin io.Reader, stdo
 	if ir := remote.InitializeResult(); ir != nil {
 		instructions = ir.Instructions
 	}
-	local := mcp.NewServer(&mcp.Implementation{Name: "mf", Title: "mf reporting (stdio bridge)", Version: version},
+	local := mcp.NewServer(&mcp.Implementation{Name: "mf", Title: "mf reporting (stdio bridge)", Version: releaseVersion()},
 		&mcp.ServerOptions{Instructions: instructions, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	for tool, err := range remote.Tools(cctx, nil) {
 		if err != nil {

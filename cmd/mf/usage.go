@@ -31,7 +31,8 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 		name = strings.TrimLeft(name, "-")
 		var known []string
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
-		msg = "unknown flag --" + name
+		// The flag package's own words, which scripts may look for, and
+		// the nearest flag.
 		if near := nearest(name, known); near != "" {
 			msg += "; did you mean --" + near + "?"
 		}

@@ -16,14 +16,20 @@ const mfVersion = "0.9.0"
 // version overrides mfVersion when set at build time.
 var version = ""
 
+// releaseVersion is mf's version: the one set at build time, or
+// mfVersion.
+func releaseVersion() string {
+	if version != "" {
+		return version
+	}
+	return mfVersion
+}
+
 // versionLine describes this build: mf's version, then what the Go build
 // info holds (module version when installed by `go install ...@vX`, VCS
 // revision, time and whether the tree was modified, Go version).
 func versionLine(info *debug.BuildInfo, ok bool) string {
-	v := mfVersion
-	if version != "" {
-		v = version
-	}
+	v := releaseVersion()
 	if !ok || info == nil {
 		return "mf " + v
 	}
