@@ -46,6 +46,10 @@ type config struct {
 	PrintSecrets   string // --print-secrets, MF_PRINT_SECRETS: "true" shows full secret keys in the banner (the demo)
 	AccessLog      string // --access-log, MF_ACCESS_LOG: "true" logs every request answered (slog)
 	LogReplicas    string // --log-replicas, MF_LOG_REPLICAS: copies of each stream ("": 1 embedded, 3 on a cluster, at most its size)
+
+	// adminAddrSet: --admin-addr or MF_ADMIN_ADDR was given (mf ingest
+	// then opens the admin listener too, for /metrics).
+	adminAddrSet bool
 }
 
 func defaultConfig() config {
@@ -75,7 +79,7 @@ const (
 	cmdsAll    = "serve ingest process api"
 	cmdsIngest = "serve ingest"
 	cmdsAPI    = "serve api"
-	cmdsAdmin  = "serve process api"
+	cmdsAdmin  = "serve ingest process api"
 	cmdsServe  = "serve"
 )
 
@@ -158,6 +162,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout,
 	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
 		return cfg, fs, code
 	}
+	cfg.adminAddrSet = getenv("MF_ADMIN_ADDR") != ""
+	fs.Visit(func(f *flag.Flag) { cfg.adminAddrSet = cfg.adminAddrSet || f.Name == "admin-addr" })
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mf %s: unexpected arguments %q\n", name, fs.Args())
 		return cfg, fs, 2

@@ -159,3 +159,10 @@ func (s *service) openMetrics() error {
 	s.metrics = m
 	return nil
 }
+
+// ingestAdmin reports whether this `mf ingest` opens the admin listener:
+// only when --admin-addr is given, so that an ingest process beside an
+// `mf api` on the default address does not take its port.
+func (s *service) ingestAdmin() bool {
+	return s.roles == roleIngest && s.cfg.adminAddrSet
+}

@@ -105,7 +105,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		name, addr string
 		r          role
 	}{{"ingest", s.cfg.IngestAddr, roleIngest}, {"api", s.cfg.APIAddr, roleAPI}, {"admin", s.cfg.AdminAddr, roleAPI}} {
-		if !s.roles.has(l.r) && !(l.name == "admin" && s.roles == roleProcess) {
+		if !s.roles.has(l.r) && !(l.name == "admin" && (s.roles == roleProcess || s.ingestAdmin())) {
 			continue
 		}
 		ln, err := newGatedListener(l.addr)
