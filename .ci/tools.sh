@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v node >/dev/null || need_apt+=(nodejs npm)
 command -v chromium >/dev/null || need_apt+=(chromium)
+command -v tmux >/dev/null || need_apt+=(tmux)                     # terminal output tests (mf replay)
+command -v systemd-analyze >/dev/null || need_apt+=(systemd)      # deploy/*.service checks
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "tools: installing ${need_apt[*]} from Debian's packages"

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/mfhq/mf/storage/catalog"
 )
@@ -32,12 +34,26 @@ type AdminConfig struct {
 	// answers what to report as JSON. Errors wrapping ErrNotFound answer
 	// 404, ErrRefused 422. Nil: the endpoint answers 501.
 	Replay func(ctx context.Context, project, from, source string) (any, error)
+	// StartReplay checks a replay's options and returns its work, run as a
+	// job of Jobs (POST .../replays answers 202 at once, GET
+	// .../replays/{id} its progress and result). Errors wrapping
+	// ErrNotFound answer 404, ErrRefused 422. Nil: 501.
+	StartReplay func(ctx context.Context, project, from, source string) (JobRun, error)
+	Jobs        *Jobs
+	// ReloadGeoIP reads the GeoIP database file again and swaps it in
+	// (POST /admin/v1/geoip/reload). Errors wrapping ErrNotFound answer
+	// 404 (no database configured); others 422 (the old one stays). Nil:
+	// 501 (this process runs no ingest).
+	ReloadGeoIP func() error
 	// Imports stores search-console and ads-platform import rows
 	// (docs/imports.md); nil: the import endpoint answers 501.
 	Imports *Imports
 	// Reporting issues app tokens and keeps recent access; nil when this
 	// process runs no reporting API (those endpoints then answer 501).
 	Reporting *Reporting
+	// Metrics answers GET /metrics (Prometheus text exposition, contract
+	// section 4) behind the admin API's authentication; nil: no /metrics.
+	Metrics http.Handler
 }
 
 // Errors that admin hooks wrap to choose the answer's status.
@@ -83,11 +99,17 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 		ErrorHandler:          a.onError,
 	})
 	app.Get("/healthz", Healthz(ready))
+	if cfg.Metrics != nil {
+		app.Get("/metrics", a.auth, adaptor.HTTPHandler(cfg.Metrics))
+	}
 	g := app.Group("/admin/v1", a.auth)
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)
 	g.Post("/projects/:project/flags/:flag/preview-token", a.previewToken)
 	g.Post("/projects/:project/replay", a.replay)
+	g.Post("/projects/:project/replays", a.startReplay)
+	g.Post("/geoip/reload", a.reloadGeoIP)
+	g.Get("/projects/:project/replays/:id", a.replayJob)
 	g.Post("/projects/:project/imports", a.importRows)
 	g.Post("/users/:user/app-tokens", a.issueAppTokens)
 	g.Post("/app-tokens/refresh", a.refreshAppTokens)

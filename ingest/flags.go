@@ -43,6 +43,8 @@ type FlagDocumentsConfig struct {
 	// instances (compilation is sequential; the hook and the follower may
 	// run at once).
 	Engine wasm.Config
+	// Metrics counts the documents compiled (NewMetrics); nil: nothing.
+	Metrics *Metrics
 	// GzipMinBytes: documents at least this large are also kept
 	// gzip-compressed and sent so to clients that accept gzip. Negative
 	// disables compression. Default 1024.

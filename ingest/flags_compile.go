@@ -63,6 +63,7 @@ func (d *FlagDocuments) compileProject(ctx context.Context, st *catalog.State, p
 	if len(want) == 0 {
 		return pd, nil
 	}
+	d.cfg.Metrics.documentsCompiled(len(want))
 	ats := d.stampTimes(ctx, projectID, want, now)
 	for _, w := range want {
 		at := ats[w.view]

@@ -40,6 +40,8 @@ type Config struct {
 	// Flags configures the flag endpoints (segment freshness, membership
 	// timeout); zero fields take DefaultFlagConfig's values.
 	Flags FlagConfig
+	// Metrics records what the service answers (NewMetrics); nil: nothing.
+	Metrics *Metrics
 }
 
 // Limits are the rate-limit budgets (see the specification's Limits).
@@ -227,8 +229,8 @@ func (s *Server) newApp() *fiber.App {
 	})
 	app.Options("/v1/*", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
 	app.Options("/v1", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
-	app.Post("/v1/batch", s.postBatchSecret)
-	app.Post("/v1/batch/:key", s.postBatchWebsite)
+	app.Post("/v1/batch", s.measureBatch(s.postBatchSecret))
+	app.Post("/v1/batch/:key", s.measureBatch(s.postBatchWebsite))
 	moduleRoutes(app, wasm.Module())
 	sdkRoutes(app, s.sdk)
 	s.registerFlagRoutes(app)
@@ -404,10 +406,10 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 		// Also the answer to a key check: the key works, the organization
 		// is paused.
 		nothingKept(rec, sent, ReceiptIngestionPaused)
-		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
+		return s.answerReceipt(c, rec.Receipt)
 	}
 	if rec.Receipt.Reason == ReceiptInstallCheck {
-		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt) // never stored or billed
+		return s.answerReceipt(c, rec.Receipt) // never stored or billed
 	}
 	rec.Project, rec.Source = o.proj.ID, o.src.ID
 	rec.SourceKind = records.SourceServer
@@ -422,7 +424,7 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 	}
 	if edge.Bot {
 		nothingKept(rec, sent, ReceiptBot)
-		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
+		return s.answerReceipt(c, rec.Receipt)
 	}
 	rec.Edge = records.Edge{Country: edge.Country, Region: edge.Region, Device: edge.Device, Browser: edge.Browser, OS: edge.OS}
 	if edge.VisitorHash != "" {
@@ -452,7 +454,7 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 	if len(rec.Events) == 0 {
 		// Nothing kept: nothing is stored or billed, and a resend gets the
 		// same receipt by the same rules.
-		return c.Status(fiber.StatusAccepted).JSON(rec.Receipt)
+		return s.answerReceipt(c, rec.Receipt)
 	}
 	receipt, err := s.store(c.UserContext(), rec)
 	if err != nil || receipt.duplicate {
@@ -464,7 +466,7 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 		s.logger.Error("ingest: cannot store a batch", "project", rec.Project, "batch", rec.Receipt.Batch, "err", err)
 		return sendSinkUnavailable(c)
 	}
-	return c.Status(fiber.StatusAccepted).JSON(receipt.Receipt)
+	return s.answerReceipt(c, receipt.Receipt)
 }
 
 func nothingKept(rec *records.Batch, sent int, reason string) {
@@ -493,7 +495,9 @@ func (s *Server) store(ctx context.Context, rec *records.Batch) (storedReceipt, 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	msg.SetContext(ctx)
+	start := time.Now()
 	r, err := s.deps.Log.PublishOnce(ctx, eventlog.TopicBatches+"."+rec.Project, rec.Project+":"+rec.ID.String(), msg)
+	s.cfg.Metrics.observePublish(time.Since(start), r.Duplicate, err)
 	if err != nil {
 		return storedReceipt{}, err
 	}

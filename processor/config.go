@@ -90,6 +90,8 @@ type Config struct {
 	PurgeInterval time.Duration
 	// Tables are the table definitions (Tables()).
 	Tables map[string]*rollups.Table
+	// Metrics records what the processor does (NewMetrics); nil: nothing.
+	Metrics *Metrics
 }
 
 // DefaultConfig returns the defaults: topic "batches", checkpoint

@@ -274,6 +274,7 @@ func (p *Processor) Run(ctx context.Context) error {
 // runHeld consumes the log (or the processor's partition of it) while it
 // holds lease, and releases the lease when it stops.
 func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
+	defer p.cfg.Metrics.running(p)()
 	defer func() {
 		close(p.stopped)
 		p.inflight.Wait()
@@ -330,6 +331,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 			p.done(ctx, r)
 		case <-tick.C:
 			p.retryParked(ctx)
+			p.cfg.Metrics.observe(p)
 			p.flushDue(ctx, false)
 			p.writeWatermark(ctx, false)
 			p.purgeLog(ctx)
@@ -668,6 +670,7 @@ type commitResult struct {
 	backlog  bool // started in a backlog
 	// flushTook is how long the engine's Flush took (on the Run goroutine).
 	flushTook time.Duration
+	events    int // applied events the commit holds
 }
 
 // startCommit takes the changes of a project and commits them in the
@@ -695,6 +698,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	}
 	ps.flushing = true
 	ps.nextFirst = 0
+	events := ps.pendingEvts
 	ps.pending, ps.pendingEvts = false, 0
 	expect, gen := ps.committedRaw, ps.generation
 	reporting := ps.reporting
@@ -726,7 +730,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			})
 		select {
 		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started),
-			flushTook: flushTook, backlog: backlog}:
+			flushTook: flushTook, backlog: backlog, events: events}:
 		case <-p.stopped:
 		}
 	}()
@@ -759,6 +763,7 @@ func segmentBuilds(st *catalog.State, ps *project, now int64) []segmentBuild {
 func (p *Processor) done(ctx context.Context, r commitResult) {
 	ps := r.ps
 	ps.flushing = false
+	p.cfg.Metrics.commitDone(r, errors.Is(r.err, ErrMoved))
 	switch {
 	case r.err == nil:
 		p.stats.commits.Add(1)
@@ -769,6 +774,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		ps.committedRaw = r.cp.String()
 		ps.generation = r.manifest.Generation
 		ps.uncommitted = ps.nextFirst
+		p.cfg.Metrics.observe(p)
 		ps.failures = 0
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
@@ -784,6 +790,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 	default:
 		p.stats.commitFailures.Add(1)
 		ps.engine.Restore(r.ch)
+		ps.pendingEvts += r.events
 		if !ps.pending {
 			ps.pending, ps.since = true, time.Now()
 		}

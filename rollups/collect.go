@@ -119,5 +119,6 @@ func (s *Store) Collect(ctx context.Context, project string) (CollectStats, erro
 	if st.Retired+st.Orphans+st.Generations > 0 {
 		s.logger.Info("rollups: collected files", "project", project, "retired", st.Retired, "orphans", st.Orphans, "generations", st.Generations)
 	}
+	s.cfg.Metrics.collected(st)
 	return st, nil
 }

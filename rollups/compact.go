@@ -127,6 +127,7 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 	if st.Merges > 0 {
 		s.logger.Debug("rollups: compacted", "target", target.String(), "merges", st.Merges, "inputs", st.Inputs, "rows", st.Rows, "lost", st.Lost)
 	}
+	s.cfg.Metrics.compacted(st)
 	return st, nil
 }
 

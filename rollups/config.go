@@ -52,6 +52,9 @@ type Config struct {
 	// PoolBytes is how many bytes of freed Arrow buffers the Store keeps
 	// for the records it writes next (BufferPool); 0 keeps none.
 	PoolBytes int64
+	// Metrics counts files written, merged and deleted (NewMetrics); nil:
+	// nothing.
+	Metrics *Metrics
 }
 
 // DefaultConfig returns the defaults: prefix "rollups", row groups of

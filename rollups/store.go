@@ -181,6 +181,7 @@ func (s *Store) writeRecord(ctx context.Context, project string, t *Table, parti
 	if _, err := s.bucket.PutIf(ctx, key, bytes.NewReader(data), storage.IfAbsent()); err != nil {
 		return DataFile{}, fmt.Errorf("cannot store data file %q: %w", key, err)
 	}
+	s.cfg.Metrics.written(f)
 	return f, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -42,6 +43,13 @@ type config struct {
 	LogFormat      string // --log-format, MF_LOG_FORMAT: "text" or "json"
 	APIPublicURL   string // --api-public-url, MF_API_PUBLIC_URL: the reporting API's base as clients reach it (links)
 	RateLimitScale string // --rate-limit-scale, MF_RATE_LIMIT_SCALE: multiplies every /v1 rate budget (load tests)
+	PrintSecrets   string // --print-secrets, MF_PRINT_SECRETS: "true" shows full secret keys in the banner (the demo)
+	AccessLog      string // --access-log, MF_ACCESS_LOG: "true" logs every request answered (slog)
+	LogReplicas    string // --log-replicas, MF_LOG_REPLICAS: copies of each stream ("": 1 embedded, 3 on a cluster, at most its size)
+
+	// adminAddrSet: --admin-addr or MF_ADMIN_ADDR was given (mf ingest
+	// then opens the admin listener too, for /metrics).
+	adminAddrSet bool
 }
 
 func defaultConfig() config {
@@ -54,50 +62,153 @@ func defaultConfig() config {
 		LogLevel:       "info",
 		LogFormat:      "text",
 		RateLimitScale: "1",
+		PrintSecrets:   "false",
+		AccessLog:      "false",
 	}
 }
 
-// flagSpec binds one flag to its field and environment variable.
+// flagSpec binds one flag to its field and environment variable; cmds
+// lists the commands that read it (their -h lists it).
 type flagSpec struct {
 	name, env, help string
 	field           *string
+	cmds            string
 }
+
+const (
+	cmdsAll    = "serve ingest process api"
+	cmdsIngest = "serve ingest"
+	cmdsAPI    = "serve api"
+	cmdsAdmin  = "serve ingest process api"
+	cmdsServe  = "serve"
+)
 
 func (c *config) specs() []flagSpec {
 	return []flagSpec{
-		{"data", "MF_DATA", "directory where the embedded log and object store keep their files", &c.Data},
-		{"ingest-addr", "MF_INGEST_ADDR", "listen address of the ingest and flag service (/v1)", &c.IngestAddr},
-		{"api-addr", "MF_API_ADDR", "listen address of the reporting API (/api/v1)", &c.APIAddr},
-		{"admin-addr", "MF_ADMIN_ADDR", "listen address of the admin API (/admin/v1)", &c.AdminAddr},
-		{"admin-token", "MF_ADMIN_TOKEN", "bearer token for the admin API; without it only loopback callers are served", &c.AdminToken},
-		{"provision", "MF_PROVISION", "provisioning file to apply before serving", &c.Provision},
-		{"log", "MF_LOG", "nats://host:port[,host:port...] of an external NATS JetStream cluster (default: embedded)", &c.Log},
-		{"store", "MF_STORE", "s3://ACCESS:SECRET@host:port/bucket?secure=false for MinIO or any S3 (default: local directory)", &c.Store},
-		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database", &c.GeoIP},
-		{"trusted-proxies", "MF_TRUSTED_PROXIES", "comma-separated CIDRs allowed to set the client address by X-Forwarded-For", &c.TrustedProxies},
-		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss)`, &c.Fsync},
-		{"log-level", "MF_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel},
-		{"log-format", "MF_LOG_FORMAT", "text or json", &c.LogFormat},
-		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL},
-		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale},
+		{"data", "MF_DATA", "directory where the embedded log and object store keep their files", &c.Data, cmdsServe},
+		{"ingest-addr", "MF_INGEST_ADDR", "listen address of the ingest and flag service (/v1)", &c.IngestAddr, cmdsIngest},
+		{"api-addr", "MF_API_ADDR", "listen address of the reporting API (/api/v1)", &c.APIAddr, cmdsAPI},
+		{"admin-addr", "MF_ADMIN_ADDR", "listen address of the admin API (/admin/v1, /metrics)", &c.AdminAddr, cmdsAdmin},
+		{"admin-token", "MF_ADMIN_TOKEN", "bearer token for the admin API; without it only loopback callers are served", &c.AdminToken, cmdsAdmin},
+		{"provision", "MF_PROVISION", "provisioning file to apply before serving", &c.Provision, cmdsAll},
+		{"log", "MF_LOG", "nats://host:port[,host:port...] of an external NATS JetStream cluster (default: embedded)", &c.Log, cmdsAll},
+		{"log-replicas", "MF_LOG_REPLICAS", "copies of each stream the log keeps, 1 to 5; a batch is acknowledged once a majority has it (default: 3 on an external cluster, at most its size; 1 embedded)", &c.LogReplicas, cmdsAll},
+		{"store", "MF_STORE", "s3://ACCESS:SECRET@host:port/bucket?secure=false for MinIO or any S3 (default: local directory)", &c.Store, cmdsAll},
+		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database (reloaded on SIGHUP)", &c.GeoIP, cmdsIngest},
+		{"trusted-proxies", "MF_TRUSTED_PROXIES", "comma-separated CIDRs allowed to set the client address by X-Forwarded-For", &c.TrustedProxies, cmdsIngest},
+		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss) for the embedded log`, &c.Fsync, cmdsServe},
+		{"log-level", "MF_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, cmdsAll},
+		{"log-format", "MF_LOG_FORMAT", "text or json", &c.LogFormat, cmdsAll},
+		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL, cmdsAPI},
+		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale, cmdsIngest},
+		{"print-secrets", "MF_PRINT_SECRETS", "true: the start-up banner shows provisioned secret keys and API keys in full (for a local demo only)", &c.PrintSecrets, cmdsAll},
+		{"access-log", "MF_ACCESS_LOG", "true: log every request answered (listener, method, route pattern, status, time, bytes; never a path as asked, a query string or a client address)", &c.AccessLog, cmdsAll},
 	}
 }
 
-// parseConfig reads the environment, then the command line.
-func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (config, *flag.FlagSet, error) {
+// roleHelp says what a command that serves runs.
+func roleHelp(name string) string {
+	switch name {
+	case "serve":
+		return "Runs every role in one process: ingest, processor, reporting API and admin API."
+	case "ingest":
+		return "Runs the /v1 ingest and flag service only. Roles run apart share an external --log and --store."
+	case "process":
+		return "Runs the processor only (one process at a time holds its lease; others wait as standbys),\n" +
+			"with the admin listener for /healthz and /metrics. Roles run apart share an external --log and --store."
+	default:
+		return "Runs the reporting API and the admin API only. Roles run apart share an external --log and --store."
+	}
+}
+
+// parseConfig reads the environment, then the command line, of command
+// name (serve, ingest, process or api). Every flag of the operations
+// contract is accepted by every such command; -h lists those the command
+// reads. It returns -1 to go on, or the exit code (help: 0, usage: 2).
+func parseConfig(name string, args []string, getenv func(string) string, stdout, stderr io.Writer) (config, *flag.FlagSet, int) {
 	cfg := defaultConfig()
 	fs := flag.NewFlagSet("mf "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	for _, s := range cfg.specs() {
+	specs := cfg.specs()
+	defaults := map[string]string{}
+	dc := defaultConfig()
+	for _, s := range dc.specs() {
+		defaults[s.name] = *s.field
+	}
+	for _, s := range specs {
 		if v := getenv(s.env); v != "" {
 			*s.field = v
 		}
+		if s.name == "print-secrets" || s.name == "access-log" {
+			fs.Var(boolString{s.field}, s.name, s.help+" (env "+s.env+")")
+			continue
+		}
 		fs.StringVar(s.field, s.name, *s.field, s.help+" (env "+s.env+")")
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, fs, err
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: mf %s [flags]\n\n%s\n\nflags (each also read from the environment variable shown):\n", name, roleHelp(name))
+		for _, s := range specs {
+			if !slices.Contains(strings.Fields(s.cmds), name) {
+				continue
+			}
+			def := ""
+			if d := defaults[s.name]; d != "" {
+				def = " (default " + d + ")"
+			}
+			fmt.Fprintf(w, "  --%s\n        %s\n        env %s%s\n", s.name, s.help, s.env, def)
+		}
 	}
-	return cfg, fs, cfg.validate()
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return cfg, fs, code
+	}
+	cfg.adminAddrSet = getenv("MF_ADMIN_ADDR") != ""
+	fs.Visit(func(f *flag.Flag) { cfg.adminAddrSet = cfg.adminAddrSet || f.Name == "admin-addr" })
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mf %s: unexpected arguments %q\n", name, fs.Args())
+		return cfg, fs, 2
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "mf %s: %v\n", name, err)
+		return cfg, fs, 2
+	}
+	return cfg, fs, -1
+}
+
+// boolString is a flag given alone (--print-secrets) or with a value
+// (--print-secrets=false), kept as "true" or "false".
+type boolString struct{ p *string }
+
+func (b boolString) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return *b.p
+}
+
+func (b boolString) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b.p = strconv.FormatBool(x)
+	return nil
+}
+
+func (b boolString) IsBoolFlag() bool { return true }
+
+// unread lists the flags set on the command line that command name does
+// not read (accepted, since the roles take the same flags, but ignored).
+func unread(name string, fs *flag.FlagSet, specs []flagSpec) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range specs {
+			if s.name == f.Name && !slices.Contains(strings.Fields(s.cmds), name) {
+				out = append(out, "--"+f.Name)
+			}
+		}
+	})
+	return out
 }
 
 func (c config) validate() error {
@@ -130,6 +241,21 @@ func (c config) validate() error {
 	if f, err := strconv.ParseFloat(c.RateLimitScale, 64); err != nil || f <= 0 {
 		errs = append(errs, fmt.Errorf("--rate-limit-scale %q: want a positive number", c.RateLimitScale))
 	}
+	if _, err := strconv.ParseBool(c.PrintSecrets); err != nil {
+		errs = append(errs, fmt.Errorf("--print-secrets %q: want true or false", c.PrintSecrets))
+	}
+	if c.LogReplicas != "" {
+		n, err := strconv.Atoi(c.LogReplicas)
+		switch {
+		case err != nil || n < 1 || n > 5:
+			errs = append(errs, fmt.Errorf("--log-replicas %q: want a number from 1 to 5", c.LogReplicas))
+		case n > 1 && c.Log == "":
+			errs = append(errs, fmt.Errorf("--log-replicas %d needs an external --log cluster: the embedded log keeps 1 copy", n))
+		}
+	}
+	if _, err := strconv.ParseBool(c.AccessLog); err != nil {
+		errs = append(errs, fmt.Errorf("--access-log %q: want true or false", c.AccessLog))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
 	}
@@ -158,4 +284,11 @@ func (c config) trustedProxies() ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// logReplicas is --log-replicas as a number, 0 when not given (the log
+// chooses: 1 embedded, 3 on a cluster, at most as many as its servers).
+func (c config) logReplicas() int {
+	n, _ := strconv.Atoi(c.LogReplicas)
+	return n
 }

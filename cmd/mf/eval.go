@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,16 +35,13 @@ func evalMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("mf eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, evalUsage)
+		fmt.Fprint(fs.Output(), evalUsage)
 		fs.PrintDefaults()
 	}
 	engine := fs.String("engine", "native", "evaluator to run: native (Go) or wasm (the WebAssembly module in wazero, as browsers run it)")
 	explain := fs.Bool("explain", false, `add "explain" to each result: the rules tried, the condition that decided, the buckets`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mf eval: unexpected argument %q (cases are read from stdin)\n", fs.Arg(0))

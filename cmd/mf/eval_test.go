@@ -151,8 +151,9 @@ func TestEvalFlags(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		code := evalMain(context.Background(), c.args, strings.NewReader(""), &stdout, &stderr)
-		if code != c.code || !strings.Contains(stderr.String(), c.err) {
-			t.Errorf("mf eval %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), c.code, c.err)
+		// Help goes to stdout, mistakes to stderr.
+		if code != c.code || !strings.Contains(stderr.String()+stdout.String(), c.err) {
+			t.Errorf("mf eval %v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, stdout.String(), stderr.String(), c.code, c.err)
 		}
 	}
 	// No input, no output.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,14 +26,11 @@ func importMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	project := fs.String("project", "", "id of the project the rows belong to (required)")
 	sf := addStoreFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mf import --project ID [--data DIR | --log nats://… --store s3://… | --admin-url URL [--admin-token T]] FILE")
+		fmt.Fprintln(fs.Output(), "usage: mf import --project ID [--data DIR | --log nats://… --store s3://… | --admin-url URL [--admin-token T]] FILE")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if *project == "" || fs.NArg() != 1 {
 		fs.Usage()

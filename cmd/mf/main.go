@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -30,7 +31,7 @@ commands:
   replay      rebuild a project's tables from its history: mf replay --project ID [--from DATE]
   eval        evaluate flags: JSON lines on stdin, results on stdout
   mcp         a stdio bridge to a running mf's agent-facing server: MF_API_KEY=… mf mcp [--api-url URL]
-  version     print the version
+  version     print the version (also mf --version)
 
 Run 'mf <command> -h' for the flags of a command.
 `
@@ -62,17 +63,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return evalMain(ctx, rest, stdin, stdout, stderr)
 	case "mcp":
 		return mcpMain(ctx, rest, stdin, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "mf", version)
-		return 0
+	case "version", "--version", "-version", "-v":
+		return printVersion(stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "mf: unknown command %q\n\n%s", cmd, usage)
+		msg := fmt.Sprintf("mf: unknown command %q", cmd)
+		commands := []string{"serve", "ingest", "process", "api", "provision", "import", "replay", "eval", "mcp", "version", "help"}
+		if near := nearest(strings.TrimLeft(cmd, "-"), commands); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		fmt.Fprintf(stderr, "%s\n\n%s", msg, usage)
 		return 2
 	}
 }
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"

@@ -30,14 +30,11 @@ func mcpMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	apiURL := fs.String("api-url", envOr("MF_API_URL", "http://127.0.0.1:8081"),
 		"base address of a running mf's reporting listener (its agent-facing server is <api-url>/mcp)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s=<API key or app access token> mf mcp [--api-url URL]\n", mcpCredentialEnv)
+		fmt.Fprintf(fs.Output(), "usage: %s=<API key or app access token> mf mcp [--api-url URL]\n", mcpCredentialEnv)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()
@@ -83,7 +80,7 @@ func (b *bridgeAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 // forwards calls until stdin closes or ctx ends.
 func runBridge(ctx context.Context, endpoint, cred string, stdin io.Reader, stdout io.Writer) error {
 	ba := &bridgeAuth{cred: cred, rt: http.DefaultTransport}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mf-mcp-bridge", Version: version}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mf-mcp-bridge", Version: releaseVersion()}, nil)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	remote, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true,
@@ -99,7 +96,7 @@ func runBridge(ctx context.Context, endpoint, cred string, stdin io.Reader, stdo
 	if ir := remote.InitializeResult(); ir != nil {
 		instructions = ir.Instructions
 	}
-	local := mcp.NewServer(&mcp.Implementation{Name: "mf", Title: "mf reporting (stdio bridge)", Version: version},
+	local := mcp.NewServer(&mcp.Implementation{Name: "mf", Title: "mf reporting (stdio bridge)", Version: releaseVersion()},
 		&mcp.ServerOptions{Instructions: instructions, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	for tool, err := range remote.Tools(cctx, nil) {
 		if err != nil {

@@ -33,9 +33,11 @@ type runningProcessor struct {
 
 // startProcessor starts the processor on the log's batches topic, writing
 // the tables through a rollups Store on b and keeping segs current.
-func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log, b storage.Bucket, rd *rollups.Reader,
+func startProcessor(ctx context.Context, cfg processor.Config, rm *rollups.Metrics, lg *eventlog.Log, b storage.Bucket, rd *rollups.Reader,
 	cat *catalog.Catalog, segs *processor.Segments, logger *slog.Logger) (*runningProcessor, error) {
-	st, err := rollups.NewStore(b, rollups.DefaultConfig(), logger)
+	scfg := rollups.DefaultConfig()
+	scfg.Metrics = rm
+	st, err := rollups.NewStore(b, scfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the tables for writing: %w", err)
 	}
@@ -49,6 +51,7 @@ func startProcessor(ctx context.Context, cfg processor.Config, lg *eventlog.Log,
 		_ = sub.Close()
 		return nil, fmt.Errorf("cannot start the processor: %w", err)
 	}
+	cfg.Metrics.Watch(p)
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	rp := &runningProcessor{p: p, cancel: cancel, done: make(chan error, 1), failed: make(chan error, 1), closer: sub.Close}
 	go func() {

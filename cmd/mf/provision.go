@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,14 +25,11 @@ func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mf provision [--data DIR | --log nats://… | --admin-url URL [--admin-token T]] FILE")
+		fmt.Fprintln(fs.Output(), "usage: mf provision [--data DIR | --log nats://… | --admin-url URL [--admin-token T]] FILE")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -39,7 +39,6 @@ type replayer struct {
 	bucket storage.Bucket
 	log    *eventlog.Log
 	cat    *catalog.Catalog
-	reader *rollups.Reader
 	logger interface {
 		Info(msg string, args ...any)
 	}
@@ -49,6 +48,16 @@ type replayer struct {
 // api.ErrNotFound for an unknown project and api.ErrRefused for bad
 // options, so the admin API answers 404 and 422.
 func (r replayer) replay(ctx context.Context, project, from, source string) (any, error) {
+	run, err := r.start(ctx, project, from, source)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, func(any) {})
+}
+
+// start checks a replay's options and returns its work, which reports
+// replayProgress as it goes (replay_job.go).
+func (r replayer) start(ctx context.Context, project, from, source string) (api.JobRun, error) {
 	if _, ok := r.cat.State().Project(project); !ok {
 		return nil, fmt.Errorf("%w: no project %q in the catalog", api.ErrNotFound, project)
 	}
@@ -65,11 +74,26 @@ func (r replayer) replay(ctx context.Context, project, from, source string) (any
 	default:
 		return nil, fmt.Errorf("%w: source %q is neither %q nor %q", api.ErrRefused, source, processor.ReplayArchive, processor.ReplayLog)
 	}
-	st, err := rollups.NewStore(r.bucket, rollups.DefaultConfig(), nil)
+	return func(ctx context.Context, progress func(any)) (any, error) {
+		return r.run(ctx, project, from, src, progress)
+	}, nil
+}
+
+// run is the work of a replay: it rebuilds the tables through a Store and
+// Reader of its own, whose counters tell its progress.
+func (r replayer) run(ctx context.Context, project, from string, src processor.ReplaySource, progress func(any)) (any, error) {
+	tracker, err := newReplayTracker(ctx, r.bucket, project)
 	if err != nil {
 		return nil, err
 	}
-	deps := processor.ReplayDeps{Store: st, Reader: r.reader, Catalog: r.cat, Log: r.log}
+	defer tracker.follow(progress)()
+	scfg := rollups.DefaultConfig()
+	scfg.Metrics = tracker.written
+	st, err := rollups.NewStore(r.bucket, scfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	deps := processor.ReplayDeps{Store: st, Reader: tracker.reader, Catalog: r.cat, Log: r.log}
 	if src == processor.ReplayLog {
 		sub, err := r.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
 		if err != nil {
@@ -102,14 +126,11 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	source := fs.String("source", "archive", "where the history is read: archive (the events table) or log (every batch the log keeps)")
 	sf := addStoreFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mf replay --project ID [--from YYYY-MM-DD] [--source archive|log] [--data DIR | --log nats://… --store s3://… | --admin-url URL]")
+		fmt.Fprintln(fs.Output(), "usage: mf replay --project ID [--from YYYY-MM-DD] [--source archive|log] [--data DIR | --log nats://… --store s3://… | --admin-url URL]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := parseArgs(fs, args, stdout, stderr); code >= 0 {
+		return code
 	}
 	if *project == "" || fs.NArg() > 0 {
 		fs.Usage()
@@ -125,12 +146,20 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer o.Close()
-	rd, err := rollups.NewReader(o.bucket, rollups.DefaultReaderConfig(), logger)
+	run, err := replayer{bucket: o.bucket, log: o.log, cat: o.cat, logger: logger}.start(ctx, *project, *from, *source)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 1
 	}
-	out, err := replayer{bucket: o.bucket, log: o.log, cat: o.cat, reader: rd, logger: logger}.replay(ctx, *project, *from, *source)
+	pp := newProgressPrinter(stderr, "replay", time.Now)
+	var last replayProgress
+	out, err := run(ctx, func(p any) {
+		if rp, ok := p.(replayProgress); ok {
+			last = rp
+			pp.update(rp)
+		}
+	})
+	pp.done(last, err == nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 1
@@ -144,14 +173,121 @@ func printReplay(w io.Writer, r replayReport) {
 		r.Project, r.Source, r.Events, r.Checkpoint, r.Version, r.Generation, r.Seconds)
 }
 
+// replayRemote runs a replay through a running mf's admin API: it starts
+// a replay job and follows its progress until it ends, so that no request
+// stays open for the length of the replay. An mf without replay jobs gets
+// the single request of before.
 func replayRemote(ctx context.Context, base, token, project, from, source string, stdout, stderr io.Writer) int {
-	ctx, cancel := context.WithTimeout(ctx, time.Hour)
-	defer cancel()
 	q := url.Values{}
 	if from != "" {
 		q.Set("from", from)
 	}
 	q.Set("source", source)
+	jobs := base + "/admin/v1/projects/" + url.PathEscape(project) + "/replays"
+	code, body, err := adminCall(ctx, http.MethodPost, jobs+"?"+q.Encode(), token)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf replay: cannot reach the admin API: %v\n", err)
+		return 1
+	}
+	if code == http.StatusNotFound && strings.Contains(string(body), "no such admin endpoint") {
+		return replayRemoteOnce(ctx, base, token, project, q, stdout, stderr)
+	}
+	if code != http.StatusAccepted {
+		fmt.Fprintf(stderr, "mf replay: %d %s: %s\n", code, http.StatusText(code), adminError(body))
+		return 1
+	}
+	var job api.JobState
+	if err := json.Unmarshal(body, &job); err != nil || job.ID == "" {
+		fmt.Fprintf(stderr, "mf replay: the admin API answered an unreadable job: %s\n", body)
+		return 1
+	}
+	fmt.Fprintf(stderr, "replay job %s started on %s\n", job.ID, base)
+	pp := newProgressPrinter(stderr, "replay", time.Now)
+	var last replayProgress
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "\nmf replay: stopped following; the replay goes on in mf (GET %s/%s)\n", jobs, job.ID)
+			return 1
+		case <-tick.C:
+		}
+		code, body, err := adminCall(ctx, http.MethodGet, jobs+"/"+job.ID, token)
+		if err != nil {
+			fmt.Fprintf(stderr, "\nmf replay: cannot reach the admin API: %v (the replay goes on in mf: GET %s/%s)\n", err, jobs, job.ID)
+			return 1
+		}
+		if code != http.StatusOK {
+			fmt.Fprintf(stderr, "\nmf replay: %d %s: %s\n", code, http.StatusText(code), adminError(body))
+			return 1
+		}
+		var st struct {
+			State    string
+			Error    string
+			Progress *replayProgress
+			Result   *replayReport
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			fmt.Fprintf(stderr, "\nmf replay: the admin API answered an unreadable job: %v\n", err)
+			return 1
+		}
+		if st.Progress != nil {
+			last = *st.Progress
+		}
+		switch st.State {
+		case api.JobRunning:
+			pp.update(last)
+		case api.JobDone:
+			pp.done(last, true)
+			if st.Result == nil {
+				fmt.Fprintf(stderr, "mf replay: the job ended without a result\n")
+				return 1
+			}
+			printReplay(stdout, *st.Result)
+			return 0
+		default:
+			pp.done(last, false)
+			fmt.Fprintf(stderr, "mf replay: %s\n", st.Error)
+			return 1
+		}
+	}
+}
+
+// adminCall sends one admin API request and returns its status and body.
+func adminCall(ctx context.Context, method, u, token string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// adminError is the message of an admin API error body.
+func adminError(body []byte) string {
+	var e struct{ Error string }
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		return strings.TrimSpace(string(body))
+	}
+	return e.Error
+}
+
+// replayRemoteOnce is the replay of an mf without replay jobs: one request
+// that answers when the replay is done.
+func replayRemoteOnce(ctx context.Context, base, token, project string, q url.Values, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/replay?"+q.Encode(), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)

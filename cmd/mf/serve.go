@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,23 +29,18 @@ import (
 // SIGINT), then drains and shuts down in order. It returns the exit code.
 func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io.Writer) int {
 	name := map[role]string{rolesAll: "serve", roleIngest: "ingest", roleProcess: "process", roleAPI: "api"}[roles]
-	cfg, fs, err := parseConfig(name, args, os.Getenv, stderr)
-	if err != nil {
-		if errors.Is(err, flagHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "mf %s: %v\n", name, err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mf %s: unexpected arguments %q\n", name, fs.Args())
-		return 2
+	cfg, fs, code := parseConfig(name, args, os.Getenv, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if roles != rolesAll && (cfg.Log == "" || cfg.Store == "") {
 		fmt.Fprintf(stderr, "mf %s: a role run apart needs a shared external --log nats://… and --store s3://…\n", name)
 		return 2
 	}
 	logger := newLogger(cfg, stderr)
+	if flags := unread(name, fs, cfg.specs()); len(flags) > 0 {
+		logger.Info("flags that mf "+name+" does not read are ignored", "flags", strings.Join(flags, " "))
+	}
 	tuneGC(logger)
 	s := &service{cfg: cfg, roles: roles, logger: logger, stdout: stdout}
 	if err := s.run(ctx); err != nil {
@@ -53,8 +49,6 @@ func serveMain(ctx context.Context, roles role, args []string, stdout, stderr io
 	}
 	return 0
 }
-
-var flagHelp = errors.New("help requested")
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
@@ -85,6 +79,8 @@ type service struct {
 	reporting *api.Reporting
 	ingest    *ingest.Server
 	servers   []*httpServer
+	metrics   *metrics
+	adminJobs *api.Jobs      // background jobs of the admin API (replays)
 	closers   []func() error // in the order they must run at shutdown
 	provData  []byte
 }
@@ -109,7 +105,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		name, addr string
 		r          role
 	}{{"ingest", s.cfg.IngestAddr, roleIngest}, {"api", s.cfg.APIAddr, roleAPI}, {"admin", s.cfg.AdminAddr, roleAPI}} {
-		if !s.roles.has(l.r) && !(l.name == "admin" && s.roles == roleProcess) {
+		if !s.roles.has(l.r) && !(l.name == "admin" && (s.roles == roleProcess || s.ingestAdmin())) {
 			continue
 		}
 		ln, err := newGatedListener(l.addr)
@@ -125,6 +121,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		return err
 	}
 	s.ready.Store(true)
+	s.handleSIGHUP(ctx)
 	s.logger.Info("mf is ready", "startup", time.Since(start).Round(time.Millisecond), "roles", s.cfg.rolesString(s.roles))
 	s.printBanner()
 
@@ -152,6 +149,9 @@ func (c config) rolesString(r role) string {
 
 // open builds the parts below the listeners, in dependency order.
 func (s *service) open(ctx context.Context) error {
+	if err := s.openMetrics(); err != nil {
+		return err
+	}
 	bcfg := storage.DefaultConfig()
 	bcfg.Store, bcfg.Dir = s.cfg.Store, filepath.Join(s.cfg.Data, "objects")
 	b, err := storage.Open(ctx, bcfg, s.logger)
@@ -162,6 +162,7 @@ func (s *service) open(ctx context.Context) error {
 
 	lcfg := eventlog.DefaultConfig()
 	lcfg.URL, lcfg.Dir = s.cfg.Log, filepath.Join(s.cfg.Data, "log")
+	lcfg.Replicas = s.cfg.logReplicas()
 	if s.cfg.Fsync == "always" {
 		lcfg.Sync = eventlog.SyncPolicyAlways
 	}
@@ -170,10 +171,15 @@ func (s *service) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open the log: %w", err)
 	}
 	s.log = lg
+	if err := s.metrics.watchLog(lg); err != nil {
+		return fmt.Errorf("cannot register the log's metrics: %w", err)
+	}
 
 	// The flag-document compiler checks every provisioning change against
 	// the documents' size caps, so it exists before the catalog.
-	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, s.logger)
+	fcfg := ingest.DefaultFlagDocumentsConfig()
+	fcfg.Metrics = s.metrics.ingest
+	flags, err := ingest.NewFlagDocuments(ctx, fcfg, b, s.logger)
 	if err != nil {
 		return fmt.Errorf("cannot start the flag-document compiler: %w", err)
 	}
@@ -206,6 +212,11 @@ func (s *service) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open the tables: %w", err)
 	}
 	s.reader = rd
+	if s.roles.has(roleAPI) {
+		if err := s.metrics.watchReader(rd); err != nil {
+			return fmt.Errorf("cannot register the reader's metrics: %w", err)
+		}
+	}
 	if s.roles.has(roleIngest) || s.roles.has(roleProcess) {
 		segs, err := processor.NewSegments(rd, processor.DefaultSegmentsConfig(), s.logger)
 		if err != nil {
@@ -214,7 +225,9 @@ func (s *service) open(ctx context.Context) error {
 		s.segments = segs
 	}
 	if s.roles.has(roleProcess) {
-		proc, err := startProcessor(ctx, processor.DefaultConfig(), lg, b, rd, cat, s.segments, s.logger)
+		pcfg := processor.DefaultConfig()
+		pcfg.Metrics = s.metrics.proc
+		proc, err := startProcessor(ctx, pcfg, s.metrics.rollups, lg, b, rd, cat, s.segments, s.logger)
 		if err != nil {
 			return err
 		}
@@ -238,6 +251,7 @@ func (s *service) open(ctx context.Context) error {
 		icfg.GeoIP = s.cfg.GeoIP
 		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
 		icfg.Limits = icfg.Limits.Scaled(scale)
+		icfg.Metrics = s.metrics.ingest
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
 			Flags: flags, Membership: segmentMembership{s.segments}}, s.logger)
 		if err != nil {
@@ -283,12 +297,15 @@ func (s *service) serveHTTP() error {
 			acfg := api.DefaultAdminConfig()
 			acfg.Token = s.cfg.AdminToken
 			acfg.Reporting = s.reporting
+			acfg.Metrics = s.metrics.handler()
 			imps, err := api.NewImports(api.DefaultImportConfig(), s.bucket, s.cat, nil)
 			if err != nil {
 				return fmt.Errorf("cannot build the import store: %w", err)
 			}
 			acfg.Imports = imps
-			acfg.Replay = replayer{bucket: s.bucket, log: s.log, cat: s.cat, reader: s.reader, logger: s.logger}.replay
+			rp := replayer{bucket: s.bucket, log: s.log, cat: s.cat, logger: s.logger}
+			acfg.Replay, acfg.StartReplay, acfg.Jobs = rp.replay, rp.start, s.jobs()
+			acfg.ReloadGeoIP = s.adminReloadGeoIP()
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {
@@ -304,6 +321,7 @@ func (s *service) serveHTTP() error {
 		if err != nil {
 			return fmt.Errorf("cannot build the %s API: %w", hs.name, err)
 		}
+		s.metrics.http.instrument(hs.name, app)
 		hs.app, hs.served = app, make(chan error, 1)
 		go func(hs *httpServer) { hs.served <- hs.app.Listener(hs.ln) }(hs)
 		hs.ln.open()
@@ -380,6 +398,9 @@ func (s *service) shutdown() error {
 			}
 		}
 		_ = hs.ln.Close()
+	}
+	if s.adminJobs != nil {
+		s.adminJobs.Close() // before the stores they write close
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Close(); err != nil {
@@ -459,18 +480,18 @@ func (s *service) printBanner() {
 		for _, p := range o.Projects {
 			fmt.Fprintf(w, "  project %q  id %s\n", p.Name, p.ID)
 			for _, src := range p.Sources {
-				kind := "website key"
+				kind, key := "website key", src.Key
 				if src.Kind == catalog.KindServer {
-					kind = "secret key "
+					kind, key = "secret key ", s.shownSecret(src.Key)
 				}
-				fmt.Fprintf(w, "    %s  %s  (%s, %s)\n", kind, src.Key, src.Name, src.Mode)
+				fmt.Fprintf(w, "    %s  %s  (%s, %s)\n", kind, key, src.Name, src.Mode)
 			}
 		}
 	}
 	var pat string
 	for _, u := range f.Users {
 		for _, k := range u.APIKeys {
-			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, k.Token)
+			fmt.Fprintf(w, "  API key of %s: %s\n", u.Name, s.shownSecret(k.Token))
 			if pat == "" {
 				pat = k.Token
 			}
@@ -500,6 +521,6 @@ func (s *service) printBanner() {
 		// A browser's User-Agent: curl's own is a bot's, whose events
 		// are not kept.
 		fmt.Fprintf(w, "  curl -A 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0' http://%s/v1/batch/%s -d '{\"v\":1,\"batch\":\"00000000-0000-4000-8000-000000000001\",\"mode\":\"full\",\"events\":[{\"name\":\"$pageview\",\"anonymousId\":\"me\",\"page\":{\"url\":\"https://shop.example/\"}}]}'\n", ingestAddr, webKey)
-		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/projects/%s/overview?period=7d\n", pat, apiAddr, project)
+		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' http://%s/api/v1/projects/%s/overview?period=7d\n", s.shownSecret(pat), apiAddr, project)
 	}
 }
