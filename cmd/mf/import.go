@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfhq/mf/api"
@@ -78,18 +79,50 @@ func printImported(w io.Writer, r api.ImportResult) {
 		r.Rows, r.Source, r.Project, r.Added, r.Replaced, r.Unchanged)
 }
 
+// importRemote sends the file to the admin API, showing on stderr how much
+// of it was sent (a bar on a terminal, a line every few seconds
+// otherwise), then the answer.
 func importRemote(ctx context.Context, base, token, project string, body []byte, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/imports", bytes.NewReader(body))
+	sent := &countingReader{r: bytes.NewReader(body)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/imports", sent)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: %v\n", err)
 		return 2
 	}
+	req.ContentLength = int64(len(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	pp := newProgressPrinter(stderr, "import", time.Now)
+	pp.noWrites = true
+	progress := func() replayProgress {
+		phase := "sending"
+		if n := sent.n.Load(); n >= int64(len(body)) {
+			phase = "loading"
+		}
+		return replayProgress{Phase: phase, BytesRead: sent.n.Load(), BytesTotal: int64(len(body))}
+	}
+	stop := make(chan struct{})
+	shown := make(chan struct{})
+	go func() {
+		defer close(shown)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				pp.update(progress())
+			}
+		}
+	}()
 	resp, err := http.DefaultClient.Do(req)
+	close(stop)
+	<-shown
+	pp.done(progress(), err == nil && resp.StatusCode == http.StatusOK)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: cannot reach the admin API: %v\n", err)
 		return 1
@@ -111,4 +144,17 @@ func importRemote(ctx context.Context, base, token, project string, body []byte,
 	}
 	printImported(stdout, r)
 	return 0
+}
+
+// countingReader counts the bytes read through it (from another goroutine
+// than the one reporting them).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -37,6 +37,10 @@ func TestImportThroughBinary(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "imported 2 rows of search_import_a") || !strings.Contains(out, "2 added") {
 		t.Fatalf("first import: exit %d\n%s%s", code, out, errOut)
 	}
+	// Progress on stderr (not a terminal: a last line once done).
+	if !strings.Contains(errOut, "import: done, 100% (") {
+		t.Fatalf("first import: no progress on stderr:\n%s", errOut)
+	}
 	code, out, errOut = runMF(t, nil, append(remote, good)...)
 	if code != 0 || !strings.Contains(out, "nothing to change") {
 		t.Fatalf("same import again: exit %d\n%s%s", code, out, errOut)

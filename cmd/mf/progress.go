@@ -20,10 +20,21 @@ type progressPrinter struct {
 
 	start, lastLine time.Time
 	drawn           bool
+	// noWrites leaves the files written out (work that writes none: an
+	// upload).
+	noWrites bool
 }
 
 func newProgressPrinter(w io.Writer, label string, now func() time.Time) *progressPrinter {
 	return &progressPrinter{w: w, tty: isTerminal(w), label: label, now: now, every: 5 * time.Second, start: now()}
+}
+
+// written is the files written, as the end of a progress line.
+func (pp *progressPrinter) written(p replayProgress) string {
+	if pp.noWrites {
+		return ""
+	}
+	return fmt.Sprintf(", %d files written (%s)", p.FilesWritten, mib(p.BytesWritten))
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -49,7 +60,7 @@ func (pp *progressPrinter) update(p replayProgress) {
 		return
 	}
 	pp.lastLine = now
-	fmt.Fprintf(pp.w, "%s: %s\n", pp.label, describe(p, elapsed))
+	fmt.Fprintf(pp.w, "%s: %s\n", pp.label, pp.describe(p, elapsed))
 }
 
 // done shows the last progress: the full bar on a terminal, a last line
@@ -65,14 +76,14 @@ func (pp *progressPrinter) done(p replayProgress, ok bool) {
 		fmt.Fprintf(pp.w, "\r\033[K%s\n", pp.bar(p, elapsed))
 		return
 	}
-	fmt.Fprintf(pp.w, "%s: %s\n", pp.label, describe(p, elapsed))
+	fmt.Fprintf(pp.w, "%s: %s\n", pp.label, pp.describe(p, elapsed))
 }
 
 // bar is one terminal line: label, bar, percentage, bytes, rate, ETA.
 func (pp *progressPrinter) bar(p replayProgress, elapsed time.Duration) string {
 	const width = 24
 	if p.BytesTotal <= 0 {
-		return fmt.Sprintf("%s %s  %s read  %s  %s", pp.label, p.Phase, mib(p.BytesRead), rate(p.BytesRead, elapsed), written(p))
+		return fmt.Sprintf("%s %s  %s read  %s%s", pp.label, p.Phase, mib(p.BytesRead), rate(p.BytesRead, elapsed), pp.written(p))
 	}
 	frac := min(float64(p.BytesRead)/float64(p.BytesTotal), 1)
 	n := int(frac * width)
@@ -80,21 +91,17 @@ func (pp *progressPrinter) bar(p replayProgress, elapsed time.Duration) string {
 	if n < width {
 		b += ">" + strings.Repeat(" ", width-n-1)
 	}
-	return fmt.Sprintf("%s [%s] %3.0f%%  %s/%s  %s  ETA %s  %s", pp.label, b, 100*frac,
-		mib(p.BytesRead), mib(p.BytesTotal), rate(p.BytesRead, elapsed), eta(p, elapsed), written(p))
+	return fmt.Sprintf("%s [%s] %3.0f%%  %s/%s  %s  ETA %s%s", pp.label, b, 100*frac,
+		mib(p.BytesRead), mib(p.BytesTotal), rate(p.BytesRead, elapsed), eta(p, elapsed), strings.Replace(pp.written(p), ",", " ", 1))
 }
 
 // describe is one log line of progress.
-func describe(p replayProgress, elapsed time.Duration) string {
+func (pp *progressPrinter) describe(p replayProgress, elapsed time.Duration) string {
 	if p.BytesTotal <= 0 {
-		return fmt.Sprintf("%s, %s read (%s), %s, %s elapsed", p.Phase, mib(p.BytesRead), rate(p.BytesRead, elapsed), written(p), elapsed.Round(time.Second))
+		return fmt.Sprintf("%s, %s read (%s)%s, %s elapsed", p.Phase, mib(p.BytesRead), rate(p.BytesRead, elapsed), pp.written(p), elapsed.Round(time.Second))
 	}
-	return fmt.Sprintf("%s, %.0f%% (%s of %s, %s, ETA %s), %s, %s elapsed", p.Phase, 100*min(float64(p.BytesRead)/float64(p.BytesTotal), 1),
-		mib(p.BytesRead), mib(p.BytesTotal), rate(p.BytesRead, elapsed), eta(p, elapsed), written(p), elapsed.Round(time.Second))
-}
-
-func written(p replayProgress) string {
-	return fmt.Sprintf("%d files written (%s)", p.FilesWritten, mib(p.BytesWritten))
+	return fmt.Sprintf("%s, %.0f%% (%s of %s, %s, ETA %s)%s, %s elapsed", p.Phase, 100*min(float64(p.BytesRead)/float64(p.BytesTotal), 1),
+		mib(p.BytesRead), mib(p.BytesTotal), rate(p.BytesRead, elapsed), eta(p, elapsed), pp.written(p), elapsed.Round(time.Second))
 }
 
 // mib writes a size in KiB, MiB or GiB, whichever reads best.
