@@ -153,6 +153,9 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	go func() { defer close(served); _ = srv.App().Listener(ln) }()
 	s.closers = append(s.closers, func() error {
 		err := srv.App().ShutdownWithTimeout(10 * time.Second)
+		// A Shutdown that came before the serving goroutine began serving
+		// stops nothing: closing the listener ends that serve too.
+		_ = ln.Close()
 		<-served
 		return err
 	})
