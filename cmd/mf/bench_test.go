@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -140,41 +138,27 @@ func startLogServer(t testing.TB) *eventlog.Log {
 // path, the website keys and the project ids.
 func manyProjects(t testing.TB, n int) (string, []string, []string) {
 	t.Helper()
-	raw, err := os.ReadFile(demoFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	org := f["organizations"].([]any)[0].(map[string]any)
-	demo := org["projects"].([]any)[0].(map[string]any)
-	var projects []any
 	var keys, ids []string
-	for i := range n {
-		p := map[string]any{}
-		for k, v := range demo {
-			p[k] = v
+	path := editedDemo(t, func(f map[string]any) {
+		org := f["organizations"].([]any)[0].(map[string]any)
+		demo := org["projects"].([]any)[0].(map[string]any)
+		var projects []any
+		for i := range n {
+			p := map[string]any{}
+			for k, v := range demo {
+				p[k] = v
+			}
+			id := fmt.Sprintf("9a8b7c6d-5e4f-4a3b-8c2d-%012d", i+1)
+			key := fmt.Sprintf("mf_bench%03d_Website-Key_1", i)
+			p["id"], p["slug"], p["name"] = id, fmt.Sprintf("bench-%d", i), fmt.Sprintf("Bench %d", i)
+			p["sources"] = []any{map[string]any{"id": fmt.Sprintf("c1d2e3f4-a5b6-4c7d-8e9f-%012d", i+1), "name": "Website",
+				"kind": "website", "mode": "full", "key": key, "allowedOrigins": []any{"https://shop.example"}}}
+			p["actions"], p["funnels"], p["segments"], p["flags"] = []any{}, []any{}, []any{}, []any{}
+			projects = append(projects, p)
+			keys, ids = append(keys, key), append(ids, id)
 		}
-		id := fmt.Sprintf("9a8b7c6d-5e4f-4a3b-8c2d-%012d", i+1)
-		key := fmt.Sprintf("mf_bench%03d_Website-Key_1", i)
-		p["id"], p["slug"], p["name"] = id, fmt.Sprintf("bench-%d", i), fmt.Sprintf("Bench %d", i)
-		p["sources"] = []any{map[string]any{"id": fmt.Sprintf("c1d2e3f4-a5b6-4c7d-8e9f-%012d", i+1), "name": "Website",
-			"kind": "website", "mode": "full", "key": key, "allowedOrigins": []any{"https://shop.example"}}}
-		p["actions"], p["funnels"], p["segments"], p["flags"] = []any{}, []any{}, []any{}, []any{}
-		projects = append(projects, p)
-		keys, ids = append(keys, key), append(ids, id)
-	}
-	org["projects"] = projects
-	out, err := json.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "projects.json")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		org["projects"] = projects
+	})
 	return path, keys, ids
 }
 

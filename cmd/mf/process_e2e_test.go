@@ -254,6 +254,19 @@ const (
 // customer and a flag that tests it, and returns its path.
 func customersDemo(t *testing.T) string {
 	t.Helper()
+	return editedDemo(t, func(f map[string]any) {
+		proj := f["organizations"].([]any)[0].(map[string]any)["projects"].([]any)[0].(map[string]any)
+		proj["segments"] = append(proj["segments"].([]any), map[string]any{"id": customersSegment, "name": "Customers",
+			"filters": []any{map[string]any{"field": "stage", "op": "is", "value": "customer"}}})
+		proj["flags"] = append(proj["flags"].([]any), map[string]any{"key": vipFlag, "name": "VIP banner", "readBy": "both",
+			"t": "b", "u": "b", "d": "off", "r": []any{map[string]any{"if": []any{[]any{"s", customersSegment}}, "x": "on"}}})
+	})
+}
+
+// editedDemo writes the demo provisioning file as edit changes it (its
+// JSON as maps and slices) and returns its path.
+func editedDemo(t testing.TB, edit func(map[string]any)) string {
+	t.Helper()
 	raw, err := os.ReadFile(demoFile)
 	if err != nil {
 		t.Fatal(err)
@@ -262,11 +275,7 @@ func customersDemo(t *testing.T) string {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	proj := f["organizations"].([]any)[0].(map[string]any)["projects"].([]any)[0].(map[string]any)
-	proj["segments"] = append(proj["segments"].([]any), map[string]any{"id": customersSegment, "name": "Customers",
-		"filters": []any{map[string]any{"field": "stage", "op": "is", "value": "customer"}}})
-	proj["flags"] = append(proj["flags"].([]any), map[string]any{"key": vipFlag, "name": "VIP banner", "readBy": "both",
-		"t": "b", "u": "b", "d": "off", "r": []any{map[string]any{"if": []any{[]any{"s", customersSegment}}, "x": "on"}}})
+	edit(f)
 	out, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
