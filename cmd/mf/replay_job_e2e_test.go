@@ -112,7 +112,7 @@ func TestReplayJob(t *testing.T) {
 // result.
 func TestReplayProgressInTerminal(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (apt-get install tmux)")
+		t.Fatal("tmux is needed for the terminal test: bash .ci/tools.sh (apt-get install tmux)")
 	}
 	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile)
 	events := sendAndWait(t, p, 2, 10)
