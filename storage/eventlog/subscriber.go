@@ -716,5 +716,12 @@ func (sub *subscription) giveBack(jm jetstream.Msg) {
 	}
 	if err := jm.NakWithDelay(time.Millisecond); err != nil {
 		sub.s.logger.Debug("giving a message back failed; the server delivers it again after AckWait", "err", err)
+		return
 	}
+	// Like an ack, the give-back must reach the server before the
+	// connection may close (flushAcks): one lost leaves its message to
+	// come again only after AckWait, behind later ones.
+	sub.qmu.Lock()
+	sub.acked = true
+	sub.qmu.Unlock()
 }
