@@ -56,6 +56,13 @@ type Config struct {
 	// Days older than the newest batch received minus LateWindow are final
 	// and leave memory.
 	LateWindow time.Duration
+	// HotWindow is how long a day stays in memory after its last visit
+	// ended, counted back from the newest batch received (2 hours): then
+	// its events leave memory (they are in the events table), and an
+	// event that arrives later for it has the day read back first
+	// (docs/processor.md, "Memory"). 0 lets days go as soon as their
+	// visits end (tests use it to read days back all the time).
+	HotWindow time.Duration
 	// WatermarkKey is the object in the bucket where the processor keeps
 	// the log position below which every batch is committed: a restart
 	// reads the log from there on.
@@ -110,6 +117,7 @@ func DefaultConfig() Config {
 		MaxPendingEvents:     200_000,
 		VisitTimeout:         30 * time.Minute,
 		LateWindow:           31 * 24 * time.Hour,
+		HotWindow:            2 * time.Hour,
 		WatermarkKey:         "processor/watermark.json",
 		WatermarkInterval:    2 * time.Second,
 		LeaseName:            "processor",
@@ -147,6 +155,9 @@ func (c Config) Validate() error {
 	}
 	if c.LateWindow < 30*24*time.Hour+c.VisitTimeout {
 		errs = append(errs, fmt.Errorf("LateWindow %v must cover ingest's 30 days and a visit timeout (default 31 days)", c.LateWindow))
+	}
+	if c.HotWindow < 0 || c.HotWindow > c.LateWindow {
+		errs = append(errs, fmt.Errorf("HotWindow %v must be between 0 and LateWindow %v (default 2h)", c.HotWindow, c.LateWindow))
 	}
 	if c.WatermarkKey == "" {
 		errs = append(errs, errors.New(`WatermarkKey is empty; use "processor/watermark.json"`))

@@ -150,6 +150,7 @@ func (s *Stats) add(o Stats) {
 	s.Reloads += o.Reloads
 	s.TooLate += o.TooLate
 	s.BytesWritten += o.BytesWritten
+	s.ThawedDays += o.ThawedDays
 	s.Parked += o.Parked
 	s.LastSeq = max(s.LastSeq, o.LastSeq)
 }

@@ -119,7 +119,7 @@ type Processor struct {
 
 type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
-	bytes, parked                                                                atomic.Int64
+	bytes, parked, thawedDays                                                    atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -142,6 +142,9 @@ type Stats struct {
 	Commits, CommitFailures, Reloads, TooLate int64
 	// BytesWritten sums the sizes of the data files written.
 	BytesWritten int64
+	// ThawedDays counts days read back into memory for late events
+	// (docs/processor.md, "Memory").
+	ThawedDays int64
 	// LastSeq is the highest log position handled, Watermark the position
 	// below which everything is committed.
 	LastSeq, Watermark uint64
@@ -247,6 +250,7 @@ func (p *Processor) Stats() Stats {
 		Corrupt: p.stats.corrupt.Load(), Commits: p.stats.commits.Load(), CommitFailures: p.stats.commitFailures.Load(),
 		Reloads: p.stats.reloads.Load(), TooLate: p.stats.tooLate.Load(), BytesWritten: p.stats.bytes.Load(),
 		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
+		ThawedDays: p.stats.thawedDays.Load(),
 	}
 }
 
@@ -468,7 +472,19 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 		return
 	}
 	late := ps.engine.Stats().TooLate
-	n := ps.engine.AddBatch(b)
+	n, err := p.addBatch(ctx, ps, b)
+	if err != nil {
+		// The project's state is incomplete without the days it could
+		// not read back: let it go and load it again (from its tables
+		// and the log after its checkpoint) once the store answers.
+		delete(p.projects, ps.id)
+		first := seq
+		if u := ps.firstSeq(); u > 0 {
+			first = min(first, u) // the watermark stays below what it applied
+		}
+		p.park(ps.id, first, err)
+		return
+	}
 	p.stats.batches.Add(1)
 	p.stats.events.Add(int64(n))
 	if d := ps.engine.Stats().TooLate - late; d > 0 {
@@ -578,11 +594,12 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 		return nil, err
 	}
 	start := time.Now()
-	horizon := int64(0)
+	horizon, hot := int64(0), int64(0)
 	if cp.Received > 0 {
 		horizon = cp.Received - p.cfg.LateWindow.Milliseconds()
+		hot = cp.Received - p.cfg.HotWindow.Milliseconds()
 	}
-	n, err := foldEvents(ctx, sn, e, true, horizon)
+	n, err := foldEvents(ctx, sn, e, true, hot)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
 	}
@@ -591,8 +608,8 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 		// The segments changed while nobody processed the project.
 		e.RewriteMembers()
 	}
-	if horizon > 0 {
-		e.Freeze(horizon)
+	if cp.Received > 0 {
+		e.Freeze(cp.Received-p.cfg.HotWindow.Milliseconds(), horizon)
 	}
 	if m.Version > 0 {
 		p.logger.Info("project state rebuilt from its tables", "project", id, "events", n, "checkpoint", cp.Seq,
@@ -604,9 +621,10 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 }
 
 // foldEvents adds every row of the snapshot's events table to e, day by
-// day; days before horizon (epoch ms, 0: none) leave memory as the scan
-// passes them. derived keeps the stored catalog matches.
-func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, derived bool, horizon int64) (int64, error) {
+// day; days whose visits ended before hot (epoch ms, 0: none) go cold as
+// the scan passes them. derived keeps the stored catalog matches.
+func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, derived bool, hot int64) (int64, error) {
+	horizon := hot
 	var n int64
 	lastPart := ""
 	err := sn.Scan(ctx, TableEvents, rollups.ScanOptions{}, func(b rollups.Batch) error {
@@ -614,7 +632,7 @@ func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, deri
 			if lastPart != "" && horizon > 0 {
 				if d, err := facts.ParseDay(b.Partition); err == nil {
 					e.Settle()
-					e.Freeze(min(horizon, e.DayStart(d)-2*86_400_000))
+					e.Freeze(min(horizon, e.DayStart(d)-2*86_400_000), 0)
 				}
 			}
 			lastPart = b.Partition
@@ -777,7 +795,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		p.cfg.Metrics.observe(p)
 		ps.failures = 0
 		if ps.received > 0 {
-			ps.engine.Freeze(ps.received - p.cfg.LateWindow.Milliseconds())
+			ps.engine.Freeze(ps.received-p.cfg.HotWindow.Milliseconds(), ps.received-p.cfg.LateWindow.Milliseconds())
 		}
 		if p.deps.Segments != nil {
 			p.deps.Segments.apply(ps.id, r.manifest, r.ch)
@@ -895,7 +913,9 @@ func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error 
 			return nil
 		}
 		if b, err := records.Decode(m.Payload); err == nil && b.Project == ps.id && seq > ps.applied {
-			ps.engine.AddBatch(b)
+			if _, err := p.addBatch(ctx, ps, b); err != nil {
+				return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
+			}
 			ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
 		}
 		if seq >= to {
@@ -1038,4 +1058,68 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 	}
 	p.watermark.Store(safe)
 	p.watermarkAt = time.Now()
+}
+
+// addBatch adds a batch to a project's engine, reading back first the
+// cold days it needs (facts.Engine.ThawPlan), and after it those an
+// event it replaced needs (ThawNeeded). It returns how many events were
+// new.
+func (p *Processor) addBatch(ctx context.Context, ps *project, b *records.Batch) (int, error) {
+	if days := ps.engine.ThawPlan(b); len(days) > 0 {
+		if err := p.thaw(ctx, ps, days); err != nil {
+			return 0, err
+		}
+	}
+	n := ps.engine.AddBatch(b)
+	for {
+		days := ps.engine.ThawNeeded()
+		if len(days) == 0 {
+			break
+		}
+		if err := p.thaw(ctx, ps, days); err != nil {
+			return n, err
+		}
+	}
+	if u := ps.engine.Stats().Unthawed; u > 0 {
+		return n, fmt.Errorf("project %q: %d events fell on days not read back (a bug: ThawPlan missed them)", ps.id, u)
+	}
+	return n, nil
+}
+
+// thaw reads the events of a project's cold days back from its tables
+// into its engine.
+func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
+	start := time.Now()
+	sn, err := p.deps.Reader.Refresh(ctx, ps.id)
+	if err != nil {
+		return fmt.Errorf("cannot read back days of project %q: %w", ps.id, err)
+	}
+	names := make([]string, len(days))
+	for i, d := range days {
+		names[i] = facts.DayName(d)
+	}
+	th := ps.engine.Thaw(days)
+	rows := 0
+	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: names}, func(b rollups.Batch) error {
+		r, err := newEventReader(b.Record)
+		if err != nil {
+			return err
+		}
+		n := int(b.Record.NumRows())
+		for i := range n {
+			th.Add(r.thawed(ps.engine, i))
+		}
+		rows += n
+		return ctx.Err()
+	})
+	// Finish even after an error: the engine must not stay half thawed
+	// (the caller lets the project go on an error).
+	th.Finish()
+	if err != nil {
+		return fmt.Errorf("cannot read back days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
+	}
+	p.stats.thawedDays.Add(int64(len(days)))
+	p.logger.Debug("days read back for late events", "project", ps.id, "days", len(days), "events", rows,
+		"took", time.Since(start).Round(time.Millisecond))
+	return nil
 }

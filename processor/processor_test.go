@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +259,66 @@ func TestShuffledDelivery(t *testing.T) {
 	}
 }
 
+// TestColdDaysReadBack delivers the shuffled events of TestShuffledDelivery
+// to a processor whose days go cold as soon as their visits end (a hot
+// window of zero): nearly every late event then needs days read back from
+// the tables (facts.Engine.Thaw), and a restart halfway starts with every
+// day cold. The tables must be those of the ordered delivery.
+func TestColdDaysReadBack(t *testing.T) {
+	c, all := exactlyOnceInput(t)
+	wide := func(cfg *Config) { cfg.LateWindow = 400 * 24 * time.Hour }
+	ordered := newEnv(t, "")
+	ordered.provision(c)
+	seqs := ordered.publish(all...)
+	r := ordered.start(wide, nil)
+	ordered.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	r.stop(t)
+
+	singles := explode(all)
+	rand.New(rand.NewPCG(coldSeed(), 3)).Shuffle(len(singles), func(i, j int) { singles[i], singles[j] = singles[j], singles[i] })
+	for i, b := range singles {
+		nb := *b
+		nb.ID = records.UUID{0xed, byte(i >> 16), byte(i >> 8), byte(i)}
+		// Received in the order delivered, after every event's time, so
+		// that every day can go cold between two deliveries.
+		nb.ReceivedAt = all[len(all)-1].ReceivedAt + int64(i)*1000
+		singles[i] = &nb
+	}
+	cold := func(cfg *Config) {
+		wide(cfg)
+		cfg.HotWindow = 0
+	}
+	shuffled := newEnv(t, "")
+	shuffled.provision(c)
+	// In steps, each committed before the next is sent: days go cold
+	// after a commit, and the next step's late events read them back.
+	deliver := func(bs []*records.Batch) {
+		step := max(len(bs)/20, 1)
+		for i := 0; i < len(bs); i += step {
+			seqs := shuffled.publish(bs[i:min(i+step, len(bs))]...)
+			shuffled.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+		}
+	}
+	half := len(singles) / 2
+	r = shuffled.start(cold, nil)
+	deliver(singles[:half])
+	first := r.p.Stats()
+	r.stop(t)
+	r = shuffled.start(cold, nil)
+	deliver(singles[half:])
+	second := r.p.Stats()
+	r.stop(t)
+	if first.ThawedDays == 0 || second.ThawedDays == 0 {
+		t.Fatalf("days read back: %d before the restart, %d after; the test needs both to read days back", first.ThawedDays, second.ThawedDays)
+	}
+	t.Logf("days read back: %d before the restart, %d after (%d single-event batches)", first.ThawedDays, second.ThawedDays, len(singles))
+
+	if got, want := shuffled.segmentIDs(c.project.ID, shuffled.tableDump(c.project.ID)),
+		ordered.segmentIDs(c.project.ID, ordered.tableDump(c.project.ID)); got != want {
+		t.Fatalf("tables built with days read back differ from the ordered delivery's:\n%s", diffLines(got, want))
+	}
+}
+
 // TestReplay rebuilds a project from its archive and from the log, and
 // while the live processor goes on committing: the tables must be those
 // of the live processing.
@@ -370,4 +432,12 @@ func changesDump(ch *facts.Changes) string {
 	p := partitions{}
 	p.apply(ch)
 	return fmt.Sprint(p.dump(), ch.EventAppend, ch.WholeVisitDays, ch.WholePeople, ch.WholeIdentities, ch.WholeMembers)
+}
+
+func coldSeed() uint64 {
+	if s := os.Getenv("MF_COLD_SEED"); s != "" {
+		n, _ := strconv.ParseUint(s, 10, 64)
+		return n
+	}
+	return 11
 }

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -675,6 +676,8 @@ type eventReader struct {
 	unit, time, id, name, source, consented, server, origin, path, query, title, referrer,
 	user, session, props, revenue, currency, country, region, device, browser, os, locale,
 	actions, value, valueCurrency, purchase arrow.Array
+	// visit and channel are read for thawing only (thawed).
+	visit, channel arrow.Array
 }
 
 func newEventReader(rec arrow.Record) (*eventReader, error) {
@@ -698,7 +701,22 @@ func newEventReader(rec arrow.Record) (*eventReader, error) {
 		}
 		*x.dst = a
 	}
+	r.visit, _ = c.col("visit")
+	r.channel, _ = c.col("channel")
 	return r, nil
+}
+
+// thawed returns row i as a stored event of engine e, with the visit and
+// channel its row shows (docs/processor.md, "Tables": the visit of an
+// event with a channel is coalesce(visit, session_id)).
+func (r *eventReader) thawed(e *facts.Engine, i int) facts.ThawedEvent {
+	t := facts.ThawedEvent{Event: r.event(e, i, true)}
+	if r.channel != nil && r.visit != nil {
+		if t.Channel = strAt(r.channel, i); t.Channel != "" {
+			t.Visit = cmp.Or(uuidAt(r.visit, i), t.SessionID)
+		}
+	}
+	return t
 }
 
 func strAt(a arrow.Array, i int) string {

@@ -229,10 +229,15 @@ type Engine struct {
 	sessions map[records.UUID]*visit
 	// visitsByDay indexes the live visits by the day they start.
 	visitsByDay map[int32]map[*visit]struct{}
-	// frozenThrough: days up to it (inclusive) are frozen: their events
-	// and visits are final and no longer kept.
-	frozenThrough int32
-	frozen        bool
+	// cold holds what is kept of the days whose events left memory
+	// (cold.go); finalThrough: days up to it (inclusive) are final, no
+	// event can arrive for them any more (final is false until set).
+	cold         map[int32]*coldDay
+	finalThrough int32
+	final        bool
+	// thawWant are cold days the engine found it needs after an event was
+	// replaced (ThawNeeded).
+	thawWant map[int32]bool
 
 	dc dayCache
 
@@ -290,8 +295,12 @@ type Engine struct {
 type Stats struct {
 	// Events counts events added; Duplicates events skipped as already
 	// known (same id, same content); Replaced events that replaced a known
-	// one with the same id; TooLate events for a frozen day, dropped.
-	Events, Duplicates, Replaced, TooLate int64
+	// one with the same id; TooLate events for a final day, dropped;
+	// Unthawed events for a cold day that was not thawed first, dropped
+	// (a caller's error: ThawPlan). ThawedDays and ThawedEvents count
+	// what Thaw brought back.
+	Events, Duplicates, Replaced, TooLate, Unthawed int64
+	ThawedDays, ThawedEvents                        int64
 }
 
 // New returns an empty Engine.
@@ -305,6 +314,8 @@ func New(cfg Config) (*Engine, error) {
 		clients:        map[Client]*Client{},
 		touches:        map[channels.Touch]*channels.Touch{},
 		days:           map[int32]*day{},
+		cold:           map[int32]*coldDay{},
+		thawWant:       map[int32]bool{},
 		nodes:          map[Ref]*node{},
 		anonRefs:       map[string]Ref{},
 		users:          map[string]*node{},
@@ -462,8 +473,14 @@ func (e *Engine) Add(in Event) bool { return e.add(&in) }
 
 func (e *Engine) add(in *Event) bool {
 	dn := e.DayOf(in.Time)
-	if e.frozen && dn <= e.frozenThrough {
+	if e.final && dn <= e.finalThrough {
 		e.stats.TooLate++
+		return false
+	}
+	if e.cold[dn] != nil {
+		// The caller thaws what ThawPlan names first: an event for a
+		// cold day cannot be applied without its day's events.
+		e.stats.Unthawed++
 		return false
 	}
 	d := e.days[dn]
@@ -488,6 +505,9 @@ func (e *Engine) add(in *Event) bool {
 		}
 		e.remove(d, old)
 		e.stats.Replaced++
+	} else if e.coldHas(in.ID, dn) {
+		e.stats.Unthawed++ // ThawPlan names such a neighbour
+		return false
 	} else if prev, ok := e.findElsewhere(in.ID, dn); ok {
 		// The same id on another day (a resend whose time was replaced):
 		// keep the copy whose content sorts first.
@@ -502,7 +522,7 @@ func (e *Engine) add(in *Event) bool {
 		e.derive(in)
 		in.Derived = true
 	}
-	e.insert(d, d.pack(in), in)
+	e.insert(d, d.pack(in), in, false)
 	if n := len(d.events); n > e.dayHint && n <= 1<<21 {
 		e.dayHint = n
 	}
@@ -688,12 +708,18 @@ func (e *Engine) markSession(v *visit) {
 	}
 }
 
-// insert records a new event and marks what it makes dirty.
-func (e *Engine) insert(d *day, ev *event, in *Event) {
+// insert records a new event and marks what it makes dirty. A thawed
+// event (Thaw) is one whose row is stored and whose activity its part
+// already counts: it is only linked back to its unit, visit and identity.
+func (e *Engine) insert(d *day, ev *event, in *Event, thawed bool) {
 	d.events = append(d.events, ev)
-	d.fresh = append(d.fresh, ev)
 	d.ids[ev.ID] = ev
-	e.markEventDay(d)
+	if thawed {
+		ev.out = true
+	} else {
+		d.fresh = append(d.fresh, ev)
+		e.markEventDay(d)
+	}
 
 	var b, u *node
 	if !in.Browser.IsZero() {
@@ -728,13 +754,29 @@ func (e *Engine) insert(d *day, ev *event, in *Event) {
 		ev.unit.addCluster(ev)
 		e.markUnit(ev.unit)
 	}
-	if ev.part != nil {
+	if ev.part != nil && !thawed {
 		ev.part.addToDay(ev, e)
 		e.markPart(ev.part)
 	}
 	if b != nil && u != nil {
-		if b.signIn(u, ev.key()) {
+		k := ev.key()
+		mayClaim := b.claimer == nil || k.earlier(b.signIns[b.claimer])
+		if b.signIn(u, k) {
 			e.dirtyBrowsers[b] = true
+			if mayClaim && !thawed {
+				e.claimMayMove(b)
+			}
+		}
+	}
+}
+
+// claimMayMove notes that browser b may change hands: the rows of its
+// cold visits show its person, so their days are read back (ThawNeeded)
+// to be written again if it does.
+func (e *Engine) claimMayMove(b *node) {
+	for _, t := range b.frozen {
+		if d := e.DayOf(t.at); e.cold[d] != nil {
+			e.thawWant[d] = true
 		}
 	}
 }
@@ -776,114 +818,18 @@ func (e *Engine) remove(d *day, ev *event) {
 				}
 			}
 		}
-		b.resetSignIn(u, best)
-		e.dirtyBrowsers[b] = true
-	}
-}
-
-// Freeze lets go of the days before the one holding horizon (epoch ms)
-// whose visits have all ended: their events and visits are final (no
-// event can still arrive for them) and are dropped from memory. The
-// processor calls it with the time the oldest unprocessed batch was
-// received minus the late window and a margin. An event that arrives later
-// for a frozen day is dropped and counted in Stats.TooLate.
-func (e *Engine) Freeze(horizon int64) {
-	limit := e.DayOf(horizon) - 1
-	nums := make([]int32, 0, len(e.days))
-	for n := range e.days {
-		if n <= limit && (!e.frozen || n > e.frozenThrough) {
-			nums = append(nums, n)
-		}
-	}
-	for n := range e.visitsByDay {
-		if n <= limit && (!e.frozen || n > e.frozenThrough) && e.days[n] == nil {
-			nums = append(nums, n)
-		}
-	}
-	slices.Sort(nums)
-	nums = slices.Compact(nums)
-	if len(nums) == 0 {
-		return
-	}
-	// Dirty state must be computed before anything is dropped.
-	if e.pendingCompute() {
-		return
-	}
-	through := int32(-1 << 30)
-	for _, n := range nums {
-		open := e.dirtyEventDays[n] || e.dirtyVisitDays[n]
-		for v := range e.visitsByDay[n] {
-			if v.end+e.cfg.VisitTimeout.Milliseconds() >= horizon {
-				open = true
-				break
-			}
-		}
-		if open {
-			break
-		}
-		through = n
-	}
-	if through == -1<<30 {
-		return
-	}
-	units := map[*node]bool{}
-	for _, n := range nums {
-		if n > through {
-			break
-		}
-		for v := range e.visitsByDay[n] {
-			e.freezeVisit(v)
-		}
-		delete(e.visitsByDay, n)
-		if d := e.days[n]; d != nil {
-			for _, ev := range d.events {
-				if ev.clusterable() {
-					units[ev.unit] = true
+		if was := b.signIns[u]; was == ev.key() {
+			// The earliest sign-in is gone: the next one may be on a
+			// cold day where u was active; thawing those brings it back
+			// (sign-ins only ever take the earlier key).
+			for _, nd := range u.days {
+				if e.cold[nd.num] != nil {
+					e.thawWant[nd.num] = true
 				}
 			}
-			delete(e.days, n)
 		}
+		b.resetSignIn(u, best)
+		e.dirtyBrowsers[b] = true
+		e.claimMayMove(b)
 	}
-	end := e.DayStart(through + 1)
-	for u := range units {
-		u.dropClusterBefore(end)
-		if u.kind == KindVisitor && len(u.cluster) == 0 && len(u.visits) == 0 {
-			delete(e.nodes, u.ref)
-			e.lastBrowser = nil
-		}
-	}
-	e.frozen = true
-	e.frozenThrough = through
-}
-
-// pendingCompute reports whether Flush has work that Freeze must not race.
-func (e *Engine) pendingCompute() bool {
-	return len(e.dirtyUnits) > 0 || len(e.dirtySessions) > 0
-}
-
-// freezeVisit folds a final visit into the summaries of its parts: once
-// per person (the parts of one person share it), so that no later change
-// of claims could count it twice (claims of its parts are final by then:
-// they rest on sign-ins no later than the visit).
-func (e *Engine) freezeVisit(v *visit) {
-	seen := map[*node]bool{}
-	for _, p := range v.parts {
-		p.partVisits.remove(v)
-		who := personOf(p)
-		if seen[who] {
-			continue
-		}
-		seen[who] = true
-		if p.frozen == nil {
-			p.frozen = &visitSum{}
-		}
-		p.frozen.add(v.info())
-	}
-	if v.owner != nil {
-		v.owner.removeVisit(v)
-	}
-	if v.session {
-		delete(e.sessions, v.id)
-	}
-	delete(e.visitOut, v.id) // final: never output again
 }

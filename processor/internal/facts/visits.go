@@ -21,10 +21,11 @@ type node struct {
 	unsorted bool
 	visits   []*visit // visits by inactivity, by start
 
-	// Part role: the live visits with events of this part, and a summary
-	// of those that are final and no longer kept.
+	// Part role: the live visits with events of this part, and what the
+	// visits with its events on cold days contribute to its person's
+	// touches (frozen, by visit: a thawed day takes its visits back out).
 	partVisits visitSet
-	frozen     *visitSum // nil until a visit of the part is final
+	frozen     []touchInfo
 
 	// Part role.
 	days partDays
@@ -58,13 +59,6 @@ func (n *node) sortCluster() {
 		slices.SortFunc(n.cluster, func(a, b *event) int { return a.key().cmp(b.key()) })
 		n.unsorted = false
 	}
-}
-
-// dropClusterBefore lets go of the cluster events before t (frozen).
-func (n *node) dropClusterBefore(t int64) {
-	n.sortCluster()
-	i, _ := slices.BinarySearchFunc(n.cluster, t, func(ev *event, t int64) int { return cmp.Compare(ev.Time, t) })
-	n.cluster = slices.Clone(n.cluster[i:])
 }
 
 func (n *node) removeVisit(v *visit) {
@@ -283,37 +277,34 @@ func (s *visitSum) add(t touchInfo) {
 	s.count++
 }
 
-func (s *visitSum) merge(o visitSum) {
-	if o.count == 0 {
-		return
-	}
-	if s.count == 0 || o.first.before(s.first) {
-		s.first = o.first
-	}
-	if s.count == 0 || s.last.before(o.last) {
-		s.last = o.last
-	}
-	if o.hasOut && (!s.hasOut || s.lastOut.before(o.lastOut)) {
-		s.lastOut, s.hasOut = o.lastOut, true
-	}
-	s.count += o.count
-}
-
-// visitSummary summarises the visits of a person: the final ones of its
-// nodes and the live ones with events of any of them (each once).
+// visitSummary summarises the visits of a person: the cold ones of its
+// nodes and the live ones with events of any of them (each once: a visit
+// with events of two parts of one person is in both).
 func visitSummary(mem []*node) visitSum {
 	var s visitSum
-	seen := map[*visit]struct{}{}
-	for _, n := range mem {
-		if n.frozen != nil {
-			s.merge(*n.frozen)
+	if len(mem) == 1 {
+		n := mem[0]
+		for _, t := range n.frozen {
+			s.add(t)
 		}
 		for v := range n.partVisits.all() {
-			if _, ok := seen[v]; ok {
-				continue
-			}
-			seen[v] = struct{}{}
 			s.add(v.info())
+		}
+		return s
+	}
+	seen := map[Ref]struct{}{}
+	for _, n := range mem {
+		for _, t := range n.frozen {
+			if _, ok := seen[t.id]; !ok {
+				seen[t.id] = struct{}{}
+				s.add(t)
+			}
+		}
+		for v := range n.partVisits.all() {
+			if _, ok := seen[v.id]; !ok {
+				seen[v.id] = struct{}{}
+				s.add(v.info())
+			}
 		}
 	}
 	return s

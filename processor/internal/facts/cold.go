@@ -1,0 +1,539 @@
+package facts
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/mfhq/mf/storage/records"
+)
+
+// Cold days.
+//
+// A day whose visits have all ended some time ago (the hot window, see
+// Freeze) leaves memory: its events, its visits and the cluster entries
+// of its units go, and what stays is a coldDay (a few words and a filter
+// of its event ids) plus, on each part, the touch of each of its visits
+// (node.frozen), which the person's first and last touch need. The parts'
+// day activity (partDays) stays: it is the person's history.
+//
+// An event that needs a cold day (it falls on one, its visits can merge
+// with one of the day's, or its id may be one of the day's) has the day
+// thawed first: the caller reads the day's rows back from the events table
+// and gives them to Thaw, which links them back as they were. The engine
+// then goes on as if they had never left, so the facts stay a function of
+// the set of events, whatever leaves memory when.
+
+// coldDay is what is kept of a cold day.
+type coldDay struct {
+	// lo and hi span the visits that have events on the day (epoch ms):
+	// thawing the day thaws every cold day they touch too.
+	lo, hi int64
+	// visits and sum summarise the rows of the visits that start on the
+	// day as they were stored: their count and the sum of their hashes.
+	visits int
+	sum    uint64
+	// ids filters the day's event ids (a resend on the next day).
+	ids bloom
+}
+
+// bloom is a Bloom filter of event ids: 10 bits and 4 probes per id, so
+// about 1% of the ids it never saw read as maybe there.
+type bloom struct {
+	bits []uint64
+	mask uint64
+}
+
+func newBloom(n int) bloom {
+	m := uint64(64)
+	for m < uint64(n)*10 {
+		m <<= 1
+	}
+	return bloom{bits: make([]uint64, m/64), mask: m - 1}
+}
+
+func (b *bloom) probes(id records.UUID) (uint64, uint64) {
+	h1 := binary.LittleEndian.Uint64(id[0:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(id[8:16])
+	h1 ^= h1 >> 29
+	h2 := bits.RotateLeft64(h1*0xbf58476d1ce4e5b9, 31) | 1
+	return h1, h2
+}
+
+func (b *bloom) add(id records.UUID) {
+	h, d := b.probes(id)
+	for range 4 {
+		i := h & b.mask
+		b.bits[i/64] |= 1 << (i % 64)
+		h += d
+	}
+}
+
+func (b *bloom) has(id records.UUID) bool {
+	if len(b.bits) == 0 {
+		return false
+	}
+	h, d := b.probes(id)
+	for range 4 {
+		i := h & b.mask
+		if b.bits[i/64]&(1<<(i%64)) == 0 {
+			return false
+		}
+		h += d
+	}
+	return true
+}
+
+// coldHas reports whether an id may be one of a cold day's next to dn.
+func (e *Engine) coldHas(id records.UUID, dn int32) bool {
+	for _, o := range [...]int32{dn - 1, dn + 1} {
+		if c := e.cold[o]; c != nil && c.ids.has(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// ColdDays returns how many days are cold.
+func (e *Engine) ColdDays() int { return len(e.cold) }
+
+// HotEvents returns how many events are in memory.
+func (e *Engine) HotEvents() int {
+	n := 0
+	for _, d := range e.days {
+		n += len(d.events)
+	}
+	return n
+}
+
+// Freeze lets go of the days whose visits all ended before hot minus the
+// visit timeout (epoch ms; the processor passes the time its project's
+// newest batch was received minus the hot window) and which hold nothing
+// unwritten: they become cold. A visit goes cold with every day it has
+// events on, so no visit is ever half in memory. Days before final are
+// final: no event can arrive for them (ingest's 30 days), what is kept of
+// them goes, and an event for one is counted in Stats.TooLate and dropped.
+// final 0 sets nothing final.
+func (e *Engine) Freeze(hot, final int64) {
+	e.compute() // what is dirty must be known before anything leaves
+	if final > 0 {
+		e.finalize(e.DayOf(final) - 1)
+	}
+	limit := e.DayOf(hot) - 1
+	var cand []int32
+	for n := range e.days {
+		if n <= limit {
+			cand = append(cand, n)
+		}
+	}
+	for n := range e.visitsByDay {
+		if n <= limit && e.days[n] == nil {
+			cand = append(cand, n)
+		}
+	}
+	if len(cand) == 0 {
+		return
+	}
+	slices.Sort(cand)
+	timeout := e.cfg.VisitTimeout.Milliseconds()
+	ok := make(map[int32]bool, len(cand))
+	for _, n := range cand {
+		if dd := e.days[n]; e.dirtyEventDays[n] || e.dirtyVisitDays[n] || dd != nil && len(dd.fresh) > 0 {
+			continue
+		}
+		open := false
+		for v := range e.visitsByDay[n] {
+			if v.end+timeout >= hot {
+				open = true
+				break
+			}
+		}
+		if !open {
+			ok[n] = true
+		}
+	}
+	// A visit goes cold with all of its days or not at all.
+	has := func(d int32) bool { return e.days[d] != nil || e.visitsByDay[d] != nil }
+	for changed := true; changed; {
+		changed = false
+		for _, n := range cand {
+			for v := range e.visitsByDay[n] {
+				all := ok[n]
+				for d := n + 1; all && d <= e.DayOf(v.end); d++ {
+					all = ok[d] || !has(d)
+				}
+				if all {
+					continue
+				}
+				for d := n; d <= e.DayOf(v.end); d++ {
+					if ok[d] {
+						ok[d], changed = false, true
+					}
+				}
+			}
+		}
+	}
+	frozen := make([]int32, 0, len(ok))
+	for _, n := range cand {
+		if ok[n] {
+			frozen = append(frozen, n)
+		}
+	}
+	if len(frozen) == 0 {
+		return
+	}
+	for _, n := range frozen {
+		c := e.cold[n]
+		if c == nil {
+			c = &coldDay{lo: math.MaxInt64, hi: math.MinInt64}
+			e.cold[n] = c
+		}
+		if dd := e.days[n]; dd != nil {
+			c.ids = newBloom(len(dd.events))
+			for _, ev := range dd.events {
+				c.ids.add(ev.ID)
+			}
+		}
+	}
+	// Summaries first (rows read the events), then let go.
+	var gone []*visit
+	for _, n := range frozen {
+		c := e.cold[n]
+		for v := range e.visitsByDay[n] {
+			r := e.visitRow(v)
+			c.visits++
+			c.sum += r.hash()
+			for d := n; d <= e.DayOf(v.end); d++ {
+				if cd := e.cold[d]; cd != nil {
+					cd.lo, cd.hi = min(cd.lo, v.start), max(cd.hi, v.end)
+				}
+			}
+			gone = append(gone, v)
+		}
+	}
+	for _, v := range gone {
+		e.freezeVisit(v)
+	}
+	units := map[*node]bool{}
+	for _, n := range frozen {
+		delete(e.visitsByDay, n)
+		if dd := e.days[n]; dd != nil {
+			for _, ev := range dd.events {
+				if ev.clusterable() {
+					units[ev.unit] = true
+				}
+			}
+			delete(e.days, n)
+		}
+	}
+	for u := range units {
+		u.cluster = slices.DeleteFunc(u.cluster, func(ev *event) bool { return ok[ev.d.num] })
+		if len(u.cluster) == 0 {
+			u.cluster = nil
+		}
+		if u.kind == KindVisitor && len(u.cluster) == 0 && len(u.visits) == 0 {
+			delete(e.nodes, u.ref)
+			e.lastBrowser = nil
+		}
+	}
+}
+
+// finalize drops what is kept of the cold days up to through and makes
+// them final.
+func (e *Engine) finalize(through int32) {
+	if e.final && through <= e.finalThrough {
+		return
+	}
+	for n := range e.cold {
+		if n <= through {
+			delete(e.cold, n)
+		}
+	}
+	e.final, e.finalThrough = true, through
+}
+
+// freezeVisit lets go of a visit whose days go cold: each of its parts
+// keeps its touch (node.frozen).
+func (e *Engine) freezeVisit(v *visit) {
+	t := v.info()
+	for _, p := range v.parts {
+		p.partVisits.remove(v)
+		p.frozen = append(p.frozen, t)
+	}
+	if v.owner != nil {
+		v.owner.removeVisit(v)
+	}
+	if v.session {
+		delete(e.sessions, v.id)
+	}
+	delete(e.visitOut, v.id) // stored; Thaw puts it back
+}
+
+// ThawPlan returns the cold days that must be thawed before b is added
+// (sorted): the days its events fall on, the days whose visits can merge
+// with them, the neighbouring days that may hold their ids, and every
+// cold day the visits of those touch.
+func (e *Engine) ThawPlan(b *records.Batch) []int32 {
+	if len(e.cold) == 0 {
+		return nil
+	}
+	var want map[int32]bool
+	timeout := e.cfg.VisitTimeout.Milliseconds()
+	for i := range b.Events {
+		t, id := b.Events[i].Time, b.Events[i].ID
+		dn := e.DayOf(t)
+		if e.final && dn <= e.finalThrough {
+			continue
+		}
+		add := func(d int32) {
+			if want == nil {
+				want = map[int32]bool{}
+			}
+			want[d] = true
+		}
+		if e.cold[dn] != nil {
+			add(dn)
+		}
+		for _, o := range [...]int32{dn - 1, dn + 1} {
+			if c := e.cold[o]; c != nil && c.ids.has(id) {
+				add(o)
+			}
+		}
+		for d := e.DayOf(t - timeout); d <= e.DayOf(t+timeout); d++ {
+			if c := e.cold[d]; c != nil && c.lo < t+timeout && c.hi > t-timeout {
+				add(d)
+			}
+		}
+	}
+	return e.closure(want)
+}
+
+// ThawNeeded returns the cold days to thaw after an Add (sorted): when an
+// event replaced the earliest sign-in of a user on a browser, the next one
+// may be on a cold day.
+func (e *Engine) ThawNeeded() []int32 {
+	if len(e.thawWant) == 0 {
+		return nil
+	}
+	want := e.thawWant
+	e.thawWant = map[int32]bool{}
+	return e.closure(want)
+}
+
+// closure adds to want every cold day that a visit with events on a day
+// of want touches, and returns the cold days of want, sorted.
+func (e *Engine) closure(want map[int32]bool) []int32 {
+	if len(want) == 0 {
+		return nil
+	}
+	queue := make([]int32, 0, len(want))
+	for d := range want {
+		queue = append(queue, d)
+	}
+	for len(queue) > 0 {
+		d := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		c := e.cold[d]
+		if c == nil || c.lo > c.hi {
+			continue
+		}
+		for x := e.DayOf(c.lo); x <= e.DayOf(c.hi); x++ {
+			if !want[x] && e.cold[x] != nil {
+				want[x] = true
+				queue = append(queue, x)
+			}
+		}
+	}
+	out := make([]int32, 0, len(want))
+	for d := range want {
+		if e.cold[d] != nil {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ThawedEvent is a row of the events table of a cold day: the event
+// (Derived: the matches it was processed with) and the visit and channel
+// its row shows (Visit zero and Channel "" for none).
+type ThawedEvent struct {
+	Event
+	Visit   Ref
+	Channel string
+}
+
+// Thawing brings cold days back into memory (Engine.Thaw).
+type Thawing struct {
+	e      *Engine
+	before map[Ref]bool
+	cold   map[int32]*coldDay
+	stored map[*event]storedRow
+	back   map[*node]map[Ref]bool // visits to take out of parts' frozen touches
+}
+
+// storedRow is what an event's stored row shows of its visit.
+type storedRow struct {
+	visit   Ref
+	channel string
+}
+
+// Thaw starts bringing cold days back (as ThawPlan or ThawNeeded named
+// them): give it every row of the events table of each day with Add, then
+// call Finish. Nothing is written again unless it differs from what is
+// stored: a day whose events' visits or channels are not what their rows
+// show is rewritten, and a day whose visits' rows differ from those stored
+// (a claim that changed while they were cold) has its visits written
+// again.
+func (e *Engine) Thaw(days []int32) *Thawing {
+	e.compute() // so that what the thaw makes dirty can be told apart
+	t := &Thawing{e: e, before: make(map[Ref]bool, len(e.dirtyVisits)), cold: make(map[int32]*coldDay, len(days)),
+		stored: map[*event]storedRow{}, back: map[*node]map[Ref]bool{}}
+	for id := range e.dirtyVisits {
+		t.before[id] = true
+	}
+	for _, d := range days {
+		if c := e.cold[d]; c != nil {
+			t.cold[d] = c
+			delete(e.cold, d)
+		}
+	}
+	return t
+}
+
+// Add links a stored event back (its strings are copied).
+func (t *Thawing) Add(r ThawedEvent) {
+	e := t.e
+	dn := e.DayOf(r.Time)
+	if t.cold[dn] == nil {
+		return // not a day being thawed
+	}
+	d := e.days[dn]
+	if d == nil {
+		d = &day{num: dn, ids: make(map[records.UUID]*event, e.dayHint)}
+		e.days[dn] = d
+	}
+	if _, dup := d.ids[r.ID]; dup {
+		return
+	}
+	in := r.Event
+	in.Derived = true
+	ev := d.pack(&in)
+	e.insert(d, ev, &in, true)
+	t.stored[ev] = storedRow{visit: r.Visit, channel: e.in.get(r.Channel)}
+	if ev.part != nil && !r.Visit.IsZero() {
+		m := t.back[ev.part]
+		if m == nil {
+			m = map[Ref]bool{}
+			t.back[ev.part] = m
+		}
+		m[r.Visit] = true
+	}
+	e.stats.ThawedEvents++
+}
+
+// Finish recomputes what the thawed days hold and marks for writing only
+// what differs from the stored rows.
+func (t *Thawing) Finish() {
+	e := t.e
+	for p, ids := range t.back {
+		p.frozen = slices.DeleteFunc(p.frozen, func(ti touchInfo) bool { return ids[ti.id] })
+		if len(p.frozen) == 0 {
+			p.frozen = nil
+		}
+		e.markPart(p)
+	}
+	e.compute()
+	// Events: a day is rewritten only if a row would show another visit.
+	for dn := range t.cold {
+		d := e.days[dn]
+		if d == nil {
+			continue
+		}
+		same := true
+		for _, ev := range d.events {
+			r, ok := t.stored[ev]
+			var id Ref
+			ch := ""
+			if v := e.visitOf(ev); v != nil {
+				id, ch = v.id, v.touch.Channel
+			}
+			if !ok || id != r.visit || ch != r.channel {
+				same = false
+				break
+			}
+		}
+		if same && d.dirty {
+			d.dirty, d.rewrite = false, false
+			delete(e.dirtyEventDays, dn)
+		}
+	}
+	// Visits: those of a day whose rows sum up as stored are not written
+	// again; else the day's partition is written whole.
+	for dn, c := range t.cold {
+		n, sum := 0, uint64(0)
+		for v := range e.visitsByDay[dn] {
+			r := e.visitRow(v)
+			n++
+			sum += r.hash()
+		}
+		if n != c.visits || sum != c.sum {
+			e.wholeVisitDays[dn] = true
+			e.dirtyVisitDays[dn] = true
+			continue
+		}
+		for v := range e.visitsByDay[dn] {
+			e.visitOut[v.id] = dn
+			if !t.before[v.id] {
+				if w, ok := e.dirtyVisits[v.id]; ok && w == v {
+					delete(e.dirtyVisits, v.id)
+				}
+			}
+		}
+	}
+	e.stats.ThawedDays += int64(len(t.cold))
+}
+
+// hash summarises a visit row (every field the table stores).
+func (r *VisitRow) hash() uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	i64 := func(v int64) {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		h.Write(b[:])
+	}
+	str := func(s string) {
+		i64(int64(len(s)))
+		h.Write([]byte(s))
+	}
+	bo := func(v bool) {
+		if v {
+			i64(1)
+		} else {
+			i64(0)
+		}
+	}
+	h.Write(r.ID[:])
+	h.Write(r.Unit[:])
+	h.Write(r.Person[:])
+	bo(r.Session)
+	i64(r.Start)
+	i64(r.End)
+	i64(int64(r.Events))
+	i64(int64(r.Pageviews))
+	bo(r.Consented)
+	t := &r.Touch
+	for _, s := range [...]string{t.Channel, t.Source, t.Medium, t.Campaign, t.Term, t.Content, t.AdPlatform,
+		t.ClickID, t.RefHost, t.RefName, r.LandingHost, r.LandingPath, r.ExitPath} {
+		str(s)
+	}
+	if c := r.Client; c != nil {
+		for _, s := range [...]string{c.Source, c.Country, c.Region, c.Device, c.Browser, c.OS, c.Locale} {
+			str(s)
+		}
+		bo(c.Consented)
+		bo(c.Server)
+	}
+	return h.Sum64()
+}
