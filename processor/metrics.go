@@ -32,7 +32,7 @@ type Metrics struct {
 	lagMessages, lagSeconds, leaseHeld, partsHeld, projects prometheus.GaugeFunc
 	// Batches applied, skipped as committed already (redeliveries) and
 	// corrupt, read from the group's counters (Watch).
-	batches, skipped, corrupt prometheus.CounterFunc
+	batches, skipped, corrupt, thawed prometheus.CounterFunc
 
 	mu    sync.Mutex
 	procs map[*Processor]*procState // running (consuming) processors
@@ -109,7 +109,10 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 		Help: "Batches delivered again that the tables already held."}, stat(func(s Stats) int64 { return s.Skipped }))
 	m.corrupt = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_batches_corrupt_total",
 		Help: "Batches that could not be decoded and were skipped."}, stat(func(s Stats) int64 { return s.Corrupt }))
-	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.Commits, m.CommitSeconds,
+	m.thawed = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_days_read_back_total",
+		Help: "Cold days read back from the events table for late events (docs/processor.md, \"Memory\")."},
+		stat(func(s Stats) int64 { return s.ThawedDays }))
+	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.thawed, m.Commits, m.CommitSeconds,
 		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
