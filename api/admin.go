@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -54,6 +56,15 @@ type AdminConfig struct {
 	// Metrics answers GET /metrics (Prometheus text exposition, contract
 	// section 4) behind the admin API's authentication; nil: no /metrics.
 	Metrics http.Handler
+	// Erase requests the erasure of a person (contract section 4) and
+	// answers its record; ErasureStatus reads a record. Errors wrapping
+	// ErrNotFound answer 404. Nil: 501.
+	Erase         func(ctx context.Context, project, ref string) (any, error)
+	ErasureStatus func(ctx context.Context, project, id string) (any, error)
+	// Export writes a person's profile and stored events as NDJSON
+	// (contract section 4). Errors wrapping ErrNotFound before anything
+	// is written answer 404. Nil: 501.
+	Export func(ctx context.Context, project, ref string, w io.Writer) error
 }
 
 // Errors that admin hooks wrap to choose the answer's status.
@@ -115,6 +126,9 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	g.Post("/app-tokens/refresh", a.refreshAppTokens)
 	g.Post("/app-tokens/revoke", a.revokeAppTokens)
 	g.Get("/users/:user/access", a.recentAccess)
+	g.Delete("/projects/:project/people/:ref", a.erase)
+	g.Get("/projects/:project/erasures/:id", a.erasureStatus)
+	g.Get("/projects/:project/people/:ref/export", a.export)
 	app.Use(func(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such admin endpoint: " + c.Method() + " " + c.Path()})
 	})
@@ -379,4 +393,48 @@ func (a *Admin) recentAccess(c *fiber.Ctx) error {
 		return a.hookError(c, err)
 	}
 	return c.JSON(fiber.Map{"access": recs})
+}
+
+// erase requests a person's erasure: DELETE
+// /admin/v1/projects/{project}/people/{ref} answers 202 with the erasure's
+// id and state, 404 for a ref that is no one.
+func (a *Admin) erase(c *fiber.Ctx) error {
+	if a.cfg.Erase == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process cannot erase people"})
+	}
+	rec, err := a.cfg.Erase(c.UserContext(), c.Params("project"), c.Params("ref"))
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(rec)
+}
+
+// erasureStatus answers GET /admin/v1/projects/{project}/erasures/{id}.
+func (a *Admin) erasureStatus(c *fiber.Ctx) error {
+	if a.cfg.ErasureStatus == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process cannot read erasures"})
+	}
+	rec, err := a.cfg.ErasureStatus(c.UserContext(), c.Params("project"), c.Params("id"))
+	if err != nil {
+		return a.hookError(c, err)
+	}
+	return c.JSON(rec)
+}
+
+// export answers GET /admin/v1/projects/{project}/people/{ref}/export as
+// NDJSON: the profile, then every stored event of the person, oldest first.
+func (a *Admin) export(c *fiber.Ctx) error {
+	if a.cfg.Export == nil {
+		return c.Status(fiber.StatusNotImplemented).JSON(fiber.Map{"error": "this process cannot export people"})
+	}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	if err := a.cfg.Export(c.UserContext(), c.Params("project"), c.Params("ref"), w); err != nil {
+		return a.hookError(c, err)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "application/x-ndjson")
+	return c.Send(buf.Bytes())
 }

@@ -136,10 +136,24 @@ func commit(ctx context.Context, store *rollups.Store, tables map[string]*rollup
 	}
 	close(next)
 	wg.Wait()
+	// Files written for a commit that is not made hold rows nobody will
+	// read (an erased person's, possibly): they go at once rather than
+	// with the collection of orphans an hour later.
+	discard := func() {
+		var fs []rollups.DataFile
+		for i, ok := range written {
+			if ok {
+				fs = append(fs, files[i])
+			}
+		}
+		_ = store.Discard(context.WithoutCancel(ctx), project, fs...)
+	}
 	if err := errors.Join(errs...); err != nil {
+		discard()
 		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
+		discard()
 		return nil, 0, err
 	}
 	var add []rollups.DataFile
@@ -166,6 +180,9 @@ func commit(ctx context.Context, store *rollups.Store, tables map[string]*rollup
 		return ch, nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrMoved) {
+			discard() // refused before its put: never committed
+		}
 		return nil, 0, fmt.Errorf("cannot commit the facts of project %q: %w", project, err)
 	}
 	return m, bytes, nil

@@ -183,6 +183,10 @@ type project struct {
 
 	compactedAt, collectedAt time.Time
 	maintaining              atomic.Bool // a compaction runs
+
+	// erasures applied since the last commit started (erasure.go); a
+	// commit takes them and finishes them once it succeeded.
+	erasures []appliedErasure
 }
 
 // firstSeq returns the lowest position not yet committed, 0 when none.
@@ -441,6 +445,10 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 // hold it already. A project whose state cannot be loaded is parked: its
 // batches are passed over until it loads, then read back from the log.
 func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
+	if m.Metadata.Get(MetaKind) == KindErasure {
+		p.applyErasure(ctx, m, seq)
+		return
+	}
 	// Decoded without copies into a batch reused message after message:
 	// the engine copies what it keeps (facts.Engine.AddBatch).
 	b := &p.batch
@@ -550,6 +558,7 @@ func (p *Processor) project(ctx context.Context, id string) (*project, error) {
 		return nil, err
 	}
 	p.projects[id] = ps
+	p.finishCommittedErasures(ctx, ps)
 	return ps, nil
 }
 
@@ -688,7 +697,9 @@ type commitResult struct {
 	backlog  bool // started in a backlog
 	// flushTook is how long the engine's Flush took (on the Run goroutine).
 	flushTook time.Duration
-	events    int // applied events the commit holds
+	// erasures the commit holds, finished once it succeeded.
+	erasures []appliedErasure
+	events   int // applied events the commit holds
 }
 
 // startCommit takes the changes of a project and commits them in the
@@ -706,6 +717,10 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
 	if ch.Empty() && cp.sameData(ps.committed) {
 		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
+		if len(ps.erasures) > 0 {
+			p.finishErasures(ctx, ps, ch, ps.erasures)
+			ps.erasures = nil
+		}
 		return
 	}
 	cp.Rev = ps.committed.Rev + 1
@@ -716,6 +731,8 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	}
 	ps.flushing = true
 	ps.nextFirst = 0
+	erasures := ps.erasures
+	ps.erasures = nil
 	events := ps.pendingEvts
 	ps.pending, ps.pendingEvts = false, 0
 	expect, gen := ps.committedRaw, ps.generation
@@ -748,7 +765,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			})
 		select {
 		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started),
-			flushTook: flushTook, backlog: backlog, events: events}:
+			flushTook: flushTook, backlog: backlog, events: events, erasures: erasures}:
 		case <-p.stopped:
 		}
 	}()
@@ -800,6 +817,9 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		if p.deps.Segments != nil {
 			p.deps.Segments.apply(ps.id, r.manifest, r.ch)
 		}
+		if len(r.erasures) > 0 {
+			p.finishErasures(ctx, ps, r.ch, r.erasures)
+		}
 		p.maintain(ctx, ps)
 	case errors.Is(r.err, ErrMoved):
 		p.stats.reloads.Add(1)
@@ -808,6 +828,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 	default:
 		p.stats.commitFailures.Add(1)
 		ps.engine.Restore(r.ch)
+		ps.erasures = append(r.erasures, ps.erasures...)
 		ps.pendingEvts += r.events
 		if !ps.pending {
 			ps.pending, ps.since = true, time.Now()
@@ -912,7 +933,13 @@ func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error 
 		if !ok || seq > to {
 			return nil
 		}
-		if b, err := records.Decode(m.Payload); err == nil && b.Project == ps.id && seq > ps.applied {
+		if m.Metadata.Get(MetaKind) == KindErasure {
+			if seq > ps.applied {
+				if err := p.eraseIn(ctx, ps, m, seq); err != nil {
+					return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
+				}
+			}
+		} else if b, err := records.Decode(m.Payload); err == nil && b.Project == ps.id && seq > ps.applied {
 			if _, err := p.addBatch(ctx, ps, b); err != nil {
 				return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
 			}

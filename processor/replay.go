@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -302,7 +303,15 @@ func readLog(ctx context.Context, topic string, deps ReplayDeps, project string,
 	var batches int64
 	for m := range msgs {
 		seq, _ := eventlog.Seq(m)
-		if p := m.Metadata.Get("project"); p == "" || p == project {
+		if m.Metadata.Get(MetaKind) == KindErasure {
+			// An erasure in the log erases again what came before it.
+			var em erasureMessage
+			if m.Metadata.Get("project") == project && json.Unmarshal(m.Payload, &em) == nil {
+				if ref, ok := records.ParseUUID(em.Person); ok {
+					e.Erase(ref)
+				}
+			}
+		} else if p := m.Metadata.Get("project"); p == "" || p == project {
 			if b, err := records.Decode(m.Payload); err == nil && b.Project == project {
 				e.AddBatch(b)
 				batches++

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mfhq/mf/storage"
 )
@@ -30,6 +31,18 @@ type CollectStats struct {
 // promotion in between cannot hide its files (they are in the staged
 // manifest read, or in the live one read after it).
 func (s *Store) Collect(ctx context.Context, project string) (CollectStats, error) {
+	return s.collect(ctx, project, s.cfg.RetireGrace)
+}
+
+// CollectRetired is Collect without the grace for retired files: every file
+// the live manifest no longer lists is deleted now (an erasure: no
+// superseded file may keep a row it removed). A reader still scanning an
+// older snapshot then fails and reads again.
+func (s *Store) CollectRetired(ctx context.Context, project string) (CollectStats, error) {
+	return s.collect(ctx, project, -1)
+}
+
+func (s *Store) collect(ctx context.Context, project string, grace time.Duration) (CollectStats, error) {
 	var st CollectStats
 	if err := validateProject(project); err != nil {
 		return st, err
@@ -64,7 +77,7 @@ func (s *Store) Collect(ctx context.Context, project string) (CollectStats, erro
 	for _, m := range manifests {
 		m.liveFiles(func(f DataFile) { protected[f.Ref().String()] = true })
 		for _, r := range m.Retired {
-			if now.Sub(r.At) <= s.cfg.RetireGrace {
+			if now.Sub(r.At) <= grace {
 				protected[r.FileRef.String()] = true
 			} else {
 				expired[r.FileRef.String()] = true

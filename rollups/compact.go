@@ -39,6 +39,30 @@ type CompactStats struct {
 // files merge is decided by Config: CompactMinFiles files of one size tier,
 // or all small files of a partition quiet for CompactQuietAfter.
 func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error) {
+	return s.compact(ctx, target, func(name string, def *Table, part string, files []DataFile) [][]DataFile {
+		if len(def.Key) > 0 {
+			return s.pickKeyedMerges(files)
+		}
+		return s.pickMerges(files)
+	})
+}
+
+// CompactWhole rewrites each partition named in parts (table name to
+// partition names) into files of its live rows alone, however few and
+// recent its files are: a keyed partition loses its deletions and the
+// rows they or newer revs hide. An erasure runs it on every partition it
+// changed, so that no live file still holds a row it removed (the old
+// files are retired: CollectRetired deletes them).
+func (s *Store) CompactWhole(ctx context.Context, target Target, parts map[string][]string) (CompactStats, error) {
+	return s.compact(ctx, target, func(name string, def *Table, part string, files []DataFile) [][]DataFile {
+		if len(files) > 0 && slices.Contains(parts[name], part) {
+			return [][]DataFile{files}
+		}
+		return nil
+	})
+}
+
+func (s *Store) compact(ctx context.Context, target Target, pick func(name string, def *Table, part string, files []DataFile) [][]DataFile) (CompactStats, error) {
 	var st CompactStats
 	m, err := s.Load(ctx, target)
 	if err != nil {
@@ -66,10 +90,7 @@ func (s *Store) Compact(ctx context.Context, target Target) (CompactStats, error
 		def := ts.Definition(name)
 		for _, part := range ts.PartitionNames() {
 			files := ts.Partitions[part]
-			groups := s.pickMerges(files)
-			if len(def.Key) > 0 {
-				groups = s.pickKeyedMerges(files)
-			}
+			groups := pick(name, def, part, files)
 			for _, group := range groups {
 				out, err := s.mergeFiles(ctx, target.Project, def, part, group, len(group) == len(files))
 				if err != nil {

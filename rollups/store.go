@@ -186,6 +186,21 @@ func (s *Store) writeRecord(ctx context.Context, project string, t *Table, parti
 }
 
 // Load returns the current manifest of target, fetched from the store
+
+// Discard deletes data files of project that were written (Write) but
+// will never be committed: a commit refused before its manifest was put.
+// Deleting a file a manifest lists breaks that manifest; callers discard
+// only files of a commit they know failed before its put.
+func (s *Store) Discard(ctx context.Context, project string, files ...DataFile) error {
+	var errs []error
+	for _, f := range files {
+		if err := s.bucket.Delete(ctx, s.layout.file(project, f.Ref())); err != nil {
+			errs = append(errs, fmt.Errorf("cannot discard data file %s: %w", f.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // (version 0 with no tables when the project has none yet).
 func (s *Store) Load(ctx context.Context, target Target) (*Manifest, error) {
 	k, err := s.fetch(ctx, target)

@@ -29,6 +29,7 @@ commands:
   provision   apply a provisioning file: mf provision [flags] FILE
   import      load search-console or ads-platform rows: mf import --project ID [flags] FILE
   replay      rebuild a project's tables from its history: mf replay --project ID [--from DATE]
+  erase       erase a person from every table and file, and wait until done: mf erase --project ID --person REF
   eval        evaluate flags: JSON lines on stdin, results on stdout
   mcp         a stdio bridge to a running mf's agent-facing server: MF_API_KEY=… mf mcp [--api-url URL]
   version     print the version (also mf --version)
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return importMain(ctx, rest, stdout, stderr)
 	case "replay":
 		return replayMain(ctx, rest, stdout, stderr)
+	case "erase":
+		return eraseMain(ctx, rest, stdout, stderr)
 	case "eval":
 		return evalMain(ctx, rest, stdin, stdout, stderr)
 	case "mcp":
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	default:
 		msg := fmt.Sprintf("mf: unknown command %q", cmd)
-		commands := []string{"serve", "ingest", "process", "api", "provision", "import", "replay", "eval", "mcp", "version", "help"}
+		commands := []string{"serve", "ingest", "process", "api", "provision", "import", "replay", "erase", "eval", "mcp", "version", "help"}
 		if near := nearest(strings.TrimLeft(cmd, "-"), commands); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}

@@ -306,6 +306,7 @@ func (s *service) serveHTTP() error {
 			rp := replayer{bucket: s.bucket, log: s.log, cat: s.cat, logger: s.logger}
 			acfg.Replay, acfg.StartReplay, acfg.Jobs = rp.replay, rp.start, s.jobs()
 			acfg.ReloadGeoIP = s.adminReloadGeoIP()
+			s.privacyHooks(&acfg)
 			acfg.IssuePreviewToken = func(ctx context.Context, project, flag string) (string, time.Time, error) {
 				tok, err := ingest.IssuePreviewToken(ctx, s.bucket, s.cat.State(), project, flag, time.Now())
 				switch {

@@ -250,7 +250,7 @@ func personOf(n *node) *node {
 // isPerson reports whether n is a person: a user, or a browser nobody
 // claims.
 func isPerson(n *node) bool {
-	return n.kind == KindUser || (n.kind == KindBrowser && n.claimer == nil)
+	return !n.erased && (n.kind == KindUser || (n.kind == KindBrowser && n.claimer == nil))
 }
 
 // members returns the nodes of a person: itself and, for a user, the

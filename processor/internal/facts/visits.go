@@ -32,6 +32,9 @@ type node struct {
 
 	// Marks of the dirty sets it is in (Engine.markUnit, markPart).
 	markUnit, markPart uint32
+	// erased: the person was erased (Engine.Erase); the node is no
+	// longer in the engine and is no one's person.
+	erased bool
 
 	// Identity role.
 	signIns map[*node]evKey    // browser: earliest sign-in of each user on it
