@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 	"github.com/mfhq/mf/storage/catalog"
 )
 
@@ -29,17 +30,6 @@ import (
 // partition and cached while the partition's files are unchanged; the
 // events table (the largest) is read through the rollups reader's cache on
 // every call that needs it.
-
-// Table names of the processor (docs/processor.md).
-const (
-	tableEvents      = "events"
-	tableVisits      = "visits"
-	tableConversions = "conversions"
-	tablePeople      = "people"
-	tableIdentities  = "identities"
-	tableMembers     = "segment_members"
-	tableSegments    = "segments"
-)
 
 // ref is a person, browser, visitor, visit or event ref (16 bytes).
 type ref = [16]byte
@@ -299,8 +289,8 @@ func (d *projectData) Events(ctx context.Context, from, to time.Time, newestFirs
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	// A day partition is the day in the project's zone; read one day more
 	// on each side in case the zone changed since the rows were written.
-	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(time.DateOnly)
-	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(time.DateOnly)
+	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(tables.DayLayout)
+	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
 	var days []string
 	for _, p := range d.events {
 		if p >= firstDay && p <= lastDay {
@@ -313,7 +303,7 @@ func (d *projectData) Events(ctx context.Context, from, to time.Time, newestFirs
 	var rows []eventRow
 	for _, day := range days {
 		rows = rows[:0]
-		err := d.snap.Scan(ctx, tableEvents, rollups.ScanOptions{Partitions: []string{day}, Columns: eventColumns}, func(b rollups.Batch) error {
+		err := d.snap.Scan(ctx, tables.Events, rollups.ScanOptions{Partitions: []string{day}, Columns: eventColumns}, func(b rollups.Batch) error {
 			var err error
 			rows, err = d.appendEvents(rows, b.Record, lo, hi)
 			return err
@@ -342,12 +332,15 @@ func (d *projectData) Events(ctx context.Context, from, to time.Time, newestFirs
 	return nil
 }
 
-var eventColumns = []string{"unit", "time", "id", "name", "source", "consented", "server", "origin", "path",
-	"query", "title", "referrer", "user_id", "session_id", "properties", "revenue", "currency", "country",
-	"region", "device", "browser", "os", "locale", "actions", "value", "value_currency", "purchase", "visit", "channel"}
+var eventColumns = []string{tables.ColUnit, tables.ColTime, tables.ColID, tables.ColName, tables.ColSource,
+	tables.ColConsented, tables.ColServer, tables.ColOrigin, tables.ColPath, tables.ColQuery, tables.ColTitle,
+	tables.ColReferrer, tables.ColUserID, tables.ColSessionID, tables.ColProperties, tables.ColRevenue,
+	tables.ColCurrency, tables.ColCountry, tables.ColRegion, tables.ColDevice, tables.ColBrowser, tables.ColOS,
+	tables.ColLocale, tables.ColActions, tables.ColValue, tables.ColValueCurrency, tables.ColPurchase,
+	tables.ColVisit, tables.ColChannel}
 
 func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int64) ([]eventRow, error) {
-	c, err := colsOf(rec, eventColumns)
+	c, err := tables.ColumnsOf(rec, eventColumns)
 	if err != nil {
 		return rows, err
 	}
@@ -359,16 +352,16 @@ func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int
 			continue
 		}
 		e := eventRow{
-			Unit: refAt(c[0], i), Time: t, ID: refAt(c[2], i), Name: strAt(c[3], i), Source: strAt(c[4], i),
-			Consented: boolAt(c[5], i), Server: boolAt(c[6], i), Origin: strAt(c[7], i), Path: strAt(c[8], i),
-			Query: strAt(c[9], i), Title: strAt(c[10], i), Referrer: strAt(c[11], i), UserID: strAt(c[12], i),
-			SessionID: refAt(c[13], i), Properties: strAt(c[14], i), Revenue: strAt(c[15], i),
-			Currency: strAt(c[16], i), Country: strAt(c[17], i), Region: strAt(c[18], i), Device: strAt(c[19], i),
-			Browser: strAt(c[20], i), OS: strAt(c[21], i), Locale: strAt(c[22], i), Actions: strAt(c[23], i),
-			ValueCurrency: strAt(c[25], i), Purchase: boolAt(c[26], i), Visit: refAt(c[27], i),
-			Channel: strAt(c[28], i), Person: noPerson,
+			Unit: tables.RefAt(c[0], i), Time: t, ID: tables.RefAt(c[2], i), Name: tables.StrAt(c[3], i), Source: tables.StrAt(c[4], i),
+			Consented: tables.BoolAt(c[5], i), Server: tables.BoolAt(c[6], i), Origin: tables.StrAt(c[7], i), Path: tables.StrAt(c[8], i),
+			Query: tables.StrAt(c[9], i), Title: tables.StrAt(c[10], i), Referrer: tables.StrAt(c[11], i), UserID: tables.StrAt(c[12], i),
+			SessionID: tables.RefAt(c[13], i), Properties: tables.StrAt(c[14], i), Revenue: tables.StrAt(c[15], i),
+			Currency: tables.StrAt(c[16], i), Country: tables.StrAt(c[17], i), Region: tables.StrAt(c[18], i), Device: tables.StrAt(c[19], i),
+			Browser: tables.StrAt(c[20], i), OS: tables.StrAt(c[21], i), Locale: tables.StrAt(c[22], i), Actions: tables.StrAt(c[23], i),
+			ValueCurrency: tables.StrAt(c[25], i), Purchase: tables.BoolAt(c[26], i), Visit: tables.RefAt(c[27], i),
+			Channel: tables.StrAt(c[28], i), Person: noPerson,
 		}
-		e.Value, e.HasValue = i64At(c[24], i)
+		e.Value, e.HasValue = tables.Int64At(c[24], i)
 		if e.Channel != "" && e.Visit == (ref{}) {
 			e.Visit = e.SessionID
 		}
@@ -528,10 +521,10 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 	}
 
 	// People and identities: rebuilt when any of their partitions changed.
-	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tablePeople) == tableSig(m, tablePeople) &&
-		tableSig(last.snap.Manifest(), tableIdentities) == tableSig(m, tableIdentities) {
+	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
+		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
 		d.People, d.peopleRefs, d.idUnits, d.idPerson = last.People, last.peopleRefs, last.idUnits, last.idPerson
-		for _, t := range []string{tablePeople, tableIdentities} {
+		for _, t := range []string{tables.People, tables.Identities} {
 			for _, p := range partitions(t) {
 				seen[t+"/"+p] = true
 			}
@@ -539,8 +532,8 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 	} else {
 		var parts []*partCache
 		n := 0
-		for _, p := range partitions(tablePeople) {
-			c, err := part(tablePeople, p, decodePeople, peopleColumns)
+		for _, p := range partitions(tables.People) {
+			c, err := part(tables.People, p, decodePeople, peopleColumns)
 			if err != nil {
 				return nil, err
 			}
@@ -560,8 +553,8 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		}
 		type claim struct{ unit, person ref }
 		var claims []claim
-		for _, p := range partitions(tableIdentities) {
-			c, err := part(tableIdentities, p, decodeIdentities, identityColumns)
+		for _, p := range partitions(tables.Identities) {
+			c, err := part(tables.Identities, p, decodeIdentities, identityColumns)
 			if err != nil {
 				return nil, err
 			}
@@ -584,16 +577,16 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		len(last.idUnits) == len(d.idUnits) && (len(d.idUnits) == 0 || &last.idUnits[0] == &d.idUnits[0])
 
 	// Visits: the day partitions in order, each sorted by start.
-	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tableVisits) == tableSig(m, tableVisits) {
+	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tables.Visits) == tableSig(m, tables.Visits) {
 		d.visits = last.visits
-		for _, p := range partitions(tableVisits) {
-			seen[tableVisits+"/"+p] = true
+		for _, p := range partitions(tables.Visits) {
+			seen[tables.Visits+"/"+p] = true
 		}
 	} else {
 		n := 0
 		var parts []*partCache
-		for _, p := range partitions(tableVisits) {
-			c, err := part(tableVisits, p, decodeVisits, visitColumns)
+		for _, p := range partitions(tables.Visits) {
+			c, err := part(tables.Visits, p, decodeVisits, visitColumns)
 			if err != nil {
 				return nil, err
 			}
@@ -615,16 +608,16 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 	}
 
 	// Conversions: by time.
-	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tableConversions) == tableSig(m, tableConversions) {
+	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tables.Conversions) == tableSig(m, tables.Conversions) {
 		d.convs = last.convs
-		for _, p := range partitions(tableConversions) {
-			seen[tableConversions+"/"+p] = true
+		for _, p := range partitions(tables.Conversions) {
+			seen[tables.Conversions+"/"+p] = true
 		}
 	} else {
 		n := 0
 		var parts []*partCache
-		for _, p := range partitions(tableConversions) {
-			c, err := part(tableConversions, p, decodeConversions, conversionColumns)
+		for _, p := range partitions(tables.Conversions) {
+			c, err := part(tables.Conversions, p, decodeConversions, conversionColumns)
 			if err != nil {
 				return nil, err
 			}
@@ -646,11 +639,11 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 	}
 
 	// Events: the day partitions, the earliest time and the purchases.
-	d.events = partitions(tableEvents)
+	d.events = partitions(tables.Events)
 	var buyParts [][]purchaseRow
 	n := 0
 	for _, p := range d.events {
-		c, err := part(tableEvents, p, decodeEventFacts(projectID(m)), eventFactColumns)
+		c, err := part(tables.Events, p, decodeEventFacts(projectID(m)), eventFactColumns)
 		if err != nil {
 			return nil, err
 		}
@@ -686,8 +679,8 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		b.Person = d.personOf(b.Unit)
 	}
 	// Segment members: decoded per partition, indexed on first use.
-	for _, p := range partitions(tableMembers) {
-		c, err := part(tableMembers, p, decodeMembers, memberColumns)
+	for _, p := range partitions(tables.Members) {
+		c, err := part(tables.Members, p, decodeMembers, memberColumns)
 		if err != nil {
 			return nil, err
 		}
@@ -731,46 +724,51 @@ func compareConversions(a, b conversionRow) int {
 
 // Columns read per table, in the order the decoders index them.
 var (
-	peopleColumns = []string{"ref", "user_id", "known", "name", "email", "stage", "first_seen", "last_seen",
-		"visits", "active_days", "events", "pageviews", "orders", "revenue", "value",
-		"ft_channel", "ft_source", "ft_medium", "ft_campaign", "ft_landing", "ft_ad_platform",
-		"lt_channel", "lt_source", "lt_medium", "lt_campaign", "lt_landing", "lt_ad_platform",
-		"country", "region", "device", "browser", "os", "locale", "last_path", "traits", "browsers",
-		"shared_browser", "first_purchase", "intent"}
-	identityColumns = []string{"unit", "person"}
-	visitColumns    = []string{"unit", "start", "id", "end", "person", "session", "events", "pageviews", "consented",
-		"channel", "source", "medium", "campaign", "term", "content", "ad_platform", "click_id", "referrer_host",
-		"referrer_name", "landing_host", "landing_path", "exit_path", "country", "region", "device", "browser",
-		"os", "locale", "source_id"}
-	conversionColumns = []string{"action", "time", "event_id", "role", "owner", "unit", "visit", "value", "currency", "consented"}
+	peopleColumns = []string{tables.ColRef, tables.ColUserID, tables.ColKnown, tables.ColName,
+		tables.ColEmail, tables.ColStage, tables.ColFirstSeen, tables.ColLastSeen, tables.ColVisits,
+		tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColOrders, tables.ColRevenue,
+		tables.ColValue, tables.ColFTChannel, tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign,
+		tables.ColFTLanding, tables.ColFTAdPlatform, tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium,
+		tables.ColLTCampaign, tables.ColLTLanding, tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion,
+		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColLastPath, tables.ColTraits,
+		tables.ColBrowsers, tables.ColSharedBrowser, tables.ColFirstPurchase, tables.ColIntent}
+	identityColumns = []string{tables.ColUnit, tables.ColPerson}
+	visitColumns    = []string{tables.ColUnit, tables.ColStart, tables.ColID, tables.ColEnd, tables.ColPerson,
+		tables.ColSession, tables.ColEvents, tables.ColPageviews, tables.ColConsented, tables.ColChannel,
+		tables.ColSource, tables.ColMedium, tables.ColCampaign, tables.ColTerm, tables.ColContent,
+		tables.ColAdPlatform, tables.ColClickID, tables.ColReferrerHost, tables.ColReferrerName,
+		tables.ColLandingHost, tables.ColLandingPath, tables.ColExitPath, tables.ColCountry, tables.ColRegion,
+		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColSourceID}
+	conversionColumns = []string{tables.ColAction, tables.ColTime, tables.ColEventID, tables.ColRole,
+		tables.ColOwner, tables.ColUnit, tables.ColVisit, tables.ColValue, tables.ColCurrency, tables.ColConsented}
 )
 
 func decodePeople(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, peopleColumns)
+	c, err := tables.ColumnsOf(rec, peopleColumns)
 	if err != nil {
 		return err
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
 		p := personRow{
-			Ref: refAt(c[0], i), UserID: strAt(c[1], i), Known: boolAt(c[2], i),
-			Name: strAt(c[3], i), HasName: !c[3].IsNull(i), Email: strAt(c[4], i), HasEmail: !c[4].IsNull(i),
-			Stage: strAt(c[5], i), FirstSeen: tsAt(c[6], i), LastSeen: tsAt(c[7], i),
-			FirstTouch: touch{strAt(c[15], i), strAt(c[16], i), strAt(c[17], i), strAt(c[18], i), strAt(c[19], i), strAt(c[20], i)},
-			LastTouch:  touch{strAt(c[21], i), strAt(c[22], i), strAt(c[23], i), strAt(c[24], i), strAt(c[25], i), strAt(c[26], i)},
-			Country:    strAt(c[27], i), Region: strAt(c[28], i), Device: strAt(c[29], i), Browser: strAt(c[30], i),
-			OS: strAt(c[31], i), Locale: strAt(c[32], i), LastPath: strAt(c[33], i), Traits: strAt(c[34], i),
-			SharedBrowser: boolAt(c[36], i), FirstPurchase: tsAt(c[37], i), Intent: boolAt(c[38], i),
+			Ref: tables.RefAt(c[0], i), UserID: tables.StrAt(c[1], i), Known: tables.BoolAt(c[2], i),
+			Name: tables.StrAt(c[3], i), HasName: !c[3].IsNull(i), Email: tables.StrAt(c[4], i), HasEmail: !c[4].IsNull(i),
+			Stage: tables.StrAt(c[5], i), FirstSeen: tables.TimeAt(c[6], i), LastSeen: tables.TimeAt(c[7], i),
+			FirstTouch: touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)},
+			LastTouch:  touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)},
+			Country:    tables.StrAt(c[27], i), Region: tables.StrAt(c[28], i), Device: tables.StrAt(c[29], i), Browser: tables.StrAt(c[30], i),
+			OS: tables.StrAt(c[31], i), Locale: tables.StrAt(c[32], i), LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
+			SharedBrowser: tables.BoolAt(c[36], i), FirstPurchase: tables.TimeAt(c[37], i), Intent: tables.BoolAt(c[38], i),
 		}
 		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
-		p.Visits, _ = i64At(c[8], i)
-		p.ActiveDays, _ = i64At(c[9], i)
-		p.Events, _ = i64At(c[10], i)
-		p.Pageviews, _ = i64At(c[11], i)
-		p.Orders, _ = i64At(c[12], i)
-		p.Value, _ = i64At(c[14], i)
-		p.Browsers, _ = i64At(c[35], i)
-		if s := strAt(c[13], i); s != "" {
+		p.Visits, _ = tables.Int64At(c[8], i)
+		p.ActiveDays, _ = tables.Int64At(c[9], i)
+		p.Events, _ = tables.Int64At(c[10], i)
+		p.Pageviews, _ = tables.Int64At(c[11], i)
+		p.Orders, _ = tables.Int64At(c[12], i)
+		p.Value, _ = tables.Int64At(c[14], i)
+		p.Browsers, _ = tables.Int64At(c[35], i)
+		if s := tables.StrAt(c[13], i); s != "" {
 			if err := json.Unmarshal([]byte(s), &p.Revenue); err != nil {
 				return fmt.Errorf("cannot read the revenue of person %x: %w", p.Ref, err)
 			}
@@ -784,34 +782,34 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 }
 
 func decodeIdentities(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, identityColumns)
+	c, err := tables.ColumnsOf(rec, identityColumns)
 	if err != nil {
 		return err
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
-		pc.units = append(pc.units, refAt(c[0], i))
-		pc.owners = append(pc.owners, refAt(c[1], i))
+		pc.units = append(pc.units, tables.RefAt(c[0], i))
+		pc.owners = append(pc.owners, tables.RefAt(c[1], i))
 	}
 	return nil
 }
 
 func decodeVisits(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, visitColumns)
+	c, err := tables.ColumnsOf(rec, visitColumns)
 	if err != nil {
 		return err
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
 		v := visitRow{
-			Unit: refAt(c[0], i), Start: tsAt(c[1], i), ID: refAt(c[2], i), End: tsAt(c[3], i),
-			PersonRef: refAt(c[4], i), Session: boolAt(c[5], i), Events: i32At(c[6], i), Pageviews: i32At(c[7], i),
-			Consented: boolAt(c[8], i), Channel: strAt(c[9], i), Source: strAt(c[10], i), Medium: strAt(c[11], i),
-			Campaign: strAt(c[12], i), Term: strAt(c[13], i), Content: strAt(c[14], i), AdPlatform: strAt(c[15], i),
-			ClickID: strAt(c[16], i), ReferrerHost: strAt(c[17], i), ReferrerName: strAt(c[18], i),
-			LandingHost: strAt(c[19], i), LandingPath: strAt(c[20], i), ExitPath: strAt(c[21], i),
-			Country: strAt(c[22], i), Region: strAt(c[23], i), Device: strAt(c[24], i), Browser: strAt(c[25], i),
-			OS: strAt(c[26], i), Locale: strAt(c[27], i), SourceID: strAt(c[28], i), Person: noPerson,
+			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
+			PersonRef: tables.RefAt(c[4], i), Session: tables.BoolAt(c[5], i), Events: tables.Int32At(c[6], i), Pageviews: tables.Int32At(c[7], i),
+			Consented: tables.BoolAt(c[8], i), Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
+			Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
+			ClickID: tables.StrAt(c[16], i), ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i),
+			LandingHost: tables.StrAt(c[19], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i),
+			Country: tables.StrAt(c[22], i), Region: tables.StrAt(c[23], i), Device: tables.StrAt(c[24], i), Browser: tables.StrAt(c[25], i),
+			OS: tables.StrAt(c[26], i), Locale: tables.StrAt(c[27], i), SourceID: tables.StrAt(c[28], i), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
 			v.PersonRef = v.Unit
@@ -822,90 +820,24 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 }
 
 func decodeConversions(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, conversionColumns)
+	c, err := tables.ColumnsOf(rec, conversionColumns)
 	if err != nil {
 		return err
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
 		cv := conversionRow{
-			Action: strAt(c[0], i), Time: tsAt(c[1], i), EventID: refAt(c[2], i), Role: strAt(c[3], i),
-			Owner: refAt(c[4], i), Unit: refAt(c[5], i), Visit: refAt(c[6], i), Currency: strAt(c[8], i),
-			Consented: boolAt(c[9], i), Person: noPerson,
+			Action: tables.StrAt(c[0], i), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: tables.StrAt(c[3], i),
+			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: tables.StrAt(c[8], i),
+			Consented: tables.BoolAt(c[9], i), Person: noPerson,
 		}
-		cv.Value, cv.HasValue = i64At(c[7], i)
+		cv.Value, cv.HasValue = tables.Int64At(c[7], i)
 		if cv.Owner == (ref{}) {
 			cv.Owner = cv.Unit
 		}
 		pc.convs = append(pc.convs, cv)
 	}
 	return nil
-}
-
-// colsOf returns the record's columns by name, in the order of names.
-func colsOf(rec arrow.Record, names []string) ([]arrow.Array, error) {
-	s := rec.Schema()
-	out := make([]arrow.Array, len(names))
-	for i, n := range names {
-		idx := s.FieldIndices(n)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("column %q is missing", n)
-		}
-		out[i] = rec.Column(idx[0])
-	}
-	return out, nil
-}
-
-func strAt(a arrow.Array, i int) string {
-	if a.IsNull(i) {
-		return ""
-	}
-	switch s := a.(type) {
-	case *array.String:
-		return s.Value(i)
-	case *array.LargeString:
-		return s.Value(i)
-	}
-	return ""
-}
-
-func refAt(a arrow.Array, i int) (r ref) {
-	if a.IsNull(i) {
-		return r
-	}
-	if b, ok := a.(*array.FixedSizeBinary); ok {
-		copy(r[:], b.Value(i))
-	}
-	return r
-}
-
-func boolAt(a arrow.Array, i int) bool {
-	b, ok := a.(*array.Boolean)
-	return ok && !a.IsNull(i) && b.Value(i)
-}
-
-func tsAt(a arrow.Array, i int) int64 {
-	t, ok := a.(*array.Timestamp)
-	if !ok || a.IsNull(i) {
-		return 0
-	}
-	return int64(t.Value(i))
-}
-
-func i64At(a arrow.Array, i int) (int64, bool) {
-	v, ok := a.(*array.Int64)
-	if !ok || a.IsNull(i) {
-		return 0, false
-	}
-	return v.Value(i), true
-}
-
-func i32At(a arrow.Array, i int) int32 {
-	v, ok := a.(*array.Int32)
-	if !ok || a.IsNull(i) {
-		return 0
-	}
-	return v.Value(i)
 }
 
 // The one event-filter matcher of every endpoint (overview, events,
