@@ -283,7 +283,7 @@ func (e *reportEnv) projectOfLast(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Metadata.Get("project")
+	return eventlog.BatchProject(m)
 }
 
 // wait blocks until the processor committed every batch sent so far.

@@ -302,7 +302,7 @@ func readLog(ctx context.Context, topic string, deps ReplayDeps, project string,
 	var batches int64
 	for m := range msgs {
 		seq, _ := eventlog.Seq(m)
-		if p := m.Metadata.Get("project"); p == "" || p == project {
+		if p := eventlog.BatchProject(m); p == "" || p == project {
 			if b, err := records.Decode(m.Payload); err == nil && b.Project == project {
 				e.AddBatch(b)
 				batches++
