@@ -3,16 +3,22 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // The one event-filter matcher of every endpoint (overview, events,
-// channels). Filters choose people through their visits: the fields that
-// say how a visit arrived (channel, utm_*, referrer_host, click_source)
-// are read from the event's visit (its touch), empty for an event without
-// a visit; every other field is read from the event itself.
+// channels). In the reports (overview, channels) filters choose people
+// through their visits: the fields that say how a visit arrived (channel,
+// utm_*, referrer_host, click_source) are read from the event's visit (its
+// touch), empty for an event without a visit; every other field is read
+// from the event itself. The raw events list (newEventListMatcher) lists
+// events, not visits: there a field the event carries itself is read from
+// the event, as the list shows it (its referrer host, the UTM tags and
+// click id of its own page address), and only channel is the visit's, as
+// the specification says.
 
 // visitFilterFields are the event-filter fields read from the visit.
 var visitFilterFields = map[string]bool{
@@ -30,6 +36,20 @@ func newEventMatcher(fs []Filter) *eventMatcher {
 	m := &eventMatcher{}
 	for _, f := range fs {
 		if visitFilterFields[f.Field] {
+			m.visit = append(m.visit, f)
+		} else {
+			m.event = append(m.event, f)
+		}
+	}
+	return m
+}
+
+// newEventListMatcher is the matcher of the raw events list: only channel
+// is read from the visit.
+func newEventListMatcher(fs []Filter) *eventMatcher {
+	m := &eventMatcher{}
+	for _, f := range fs {
+		if f.Field == "channel" {
 			m.visit = append(m.visit, f)
 		} else {
 			m.event = append(m.event, f)
@@ -103,6 +123,12 @@ func (m *eventMatcher) matchEvent(e *eventRow) bool {
 			v = e.Path
 		case "page_host":
 			v = hostOf(e.Origin)
+		case "referrer_host":
+			v = hostOf(e.Referrer)
+		case "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content":
+			v = queryParam(e.Query, f.Field)
+		case "click_source":
+			v = clickSource(e.Query)
 		case "region":
 			v = e.Region
 		case "country":
@@ -243,6 +269,46 @@ func hostOf(u string) string {
 		u = u[:i]
 	}
 	return strings.TrimPrefix(strings.ToLower(u), "www.")
+}
+
+// queryParam is the first value of parameter name in a stored page query
+// (docs/records.md, "Stored URLs"), decoded and trimmed; "" when absent.
+func queryParam(query, name string) string {
+	for part := range strings.SplitSeq(query, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		if k != name {
+			continue
+		}
+		if dv, err := url.QueryUnescape(v); err == nil {
+			v = dv
+		}
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// clickIDParams are the click id parameters in the order the processor
+// gives them precedence when it decides a visit's touch (docs/processor.md).
+var clickIDParams = []string{"gclid", "gbraid", "wbraid", "msclkid", "fbclid", "ttclid", "li_fat_id"}
+
+// clickSource is the click id parameter a stored page query carries (the
+// first by precedence), as a visit's click_source names it; "" when none.
+func clickSource(query string) string {
+	if query == "" {
+		return ""
+	}
+	for _, name := range clickIDParams {
+		for part := range strings.SplitSeq(query, "&") {
+			k, _, _ := strings.Cut(part, "=")
+			if k == name {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // visitChoice is the visits of a window that event filters chose, by
