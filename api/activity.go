@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/mfhq/mf/rollups/tables"
 )
 
 // Who is active, once for every endpoint (docs/reporting-api.md,
@@ -358,22 +360,23 @@ type memberRow struct {
 	person  ref
 }
 
-var memberColumns = []string{"segment", "person"}
+var memberColumns = []string{tables.ColSegment, tables.ColPerson}
 
 func decodeMembers(pc *partCache, rec arrow.Record) error {
-	c, err := colsOf(rec, memberColumns)
+	c, err := tables.ColumnsOf(rec, memberColumns)
 	if err != nil {
 		return err
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		pc.members = append(pc.members, memberRow{strAt(c[0], i), refAt(c[1], i)})
+		pc.members = append(pc.members, memberRow{tables.StrAt(c[0], i), tables.RefAt(c[1], i)})
 	}
 	return nil
 }
 
 // eventFactColumns are the columns decodeEventFacts reads.
-var eventFactColumns = []string{"time", "id", "unit", "user_id", "consented", "purchase", "value", "value_currency",
-	"visit", "session_id", "channel"}
+var eventFactColumns = []string{tables.ColTime, tables.ColID, tables.ColUnit, tables.ColUserID,
+	tables.ColConsented, tables.ColPurchase, tables.ColValue, tables.ColValueCurrency, tables.ColVisit,
+	tables.ColSessionID, tables.ColChannel}
 
 // decodeEventFacts returns the decoder of an events partition of project:
 // it keeps the earliest and latest time, the purchases, and the parts seen
@@ -381,7 +384,7 @@ var eventFactColumns = []string{"time", "id", "unit", "user_id", "consented", "p
 // last time.
 func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) error {
 	return func(pc *partCache, rec arrow.Record) error {
-		c, err := colsOf(rec, eventFactColumns)
+		c, err := tables.ColumnsOf(rec, eventFactColumns)
 		if err != nil {
 			return err
 		}
@@ -391,15 +394,15 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 		users := map[string]ref{}
 		n := int(rec.NumRows())
 		for i := 0; i < n; i++ {
-			t := tsAt(c[0], i)
+			t := tables.TimeAt(c[0], i)
 			if pc.first == 0 || t < pc.first {
 				pc.first = t
 			}
 			pc.lastT = max(pc.lastT, t)
-			consented := boolAt(c[4], i)
+			consented := tables.BoolAt(c[4], i)
 			if consented {
-				part := refAt(c[2], i)
-				if u := strAt(c[3], i); u != "" {
+				part := tables.RefAt(c[2], i)
+				if u := tables.StrAt(c[3], i); u != "" {
 					r, ok := users[u]
 					if !ok {
 						r = UserRef(project, u)
@@ -417,14 +420,14 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 					}
 				}
 			}
-			if !boolAt(c[5], i) {
+			if !tables.BoolAt(c[5], i) {
 				continue
 			}
-			b := purchaseRow{Time: t, EventID: refAt(c[1], i), Unit: refAt(c[2], i), UserID: strAt(c[3], i),
-				Consented: consented, Currency: strAt(c[7], i), Visit: refAt(c[8], i)}
-			b.Value, b.HasValue = i64At(c[6], i)
+			b := purchaseRow{Time: t, EventID: tables.RefAt(c[1], i), Unit: tables.RefAt(c[2], i), UserID: tables.StrAt(c[3], i),
+				Consented: consented, Currency: tables.StrAt(c[7], i), Visit: tables.RefAt(c[8], i)}
+			b.Value, b.HasValue = tables.Int64At(c[6], i)
 			if b.Visit == (ref{}) && !c[10].IsNull(i) {
-				b.Visit = refAt(c[9], i)
+				b.Visit = tables.RefAt(c[9], i)
 			}
 			pc.buys = append(pc.buys, b)
 		}

@@ -214,27 +214,38 @@ func (a *Admin) provision(c *fiber.Ctx) error {
 func (a *Admin) catalogSummary(c *fiber.Ctx) error {
 	st := a.cat.State()
 	type src struct {
-		ID, Name, Kind, Mode string
-		Key                  string `json:",omitempty"`
-		Archived, Revoked    bool
-		Exposed              bool `json:",omitempty"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Kind     string `json:"kind"`
+		Mode     string `json:"mode"`
+		Key      string `json:"key,omitempty"`
+		Archived bool   `json:"archived"`
+		Revoked  bool   `json:"revoked"`
+		Exposed  bool   `json:"exposed,omitempty"`
 	}
 	type proj struct {
-		ID, Slug, Name, Timezone string
-		Archived                 bool
-		Sources                  []src
-		Actions, Funnels         int
-		Segments                 int
-		Flags                    []string
+		ID       string   `json:"id"`
+		Slug     string   `json:"slug"`
+		Name     string   `json:"name"`
+		Timezone string   `json:"timezone"`
+		Archived bool     `json:"archived"`
+		Sources  []src    `json:"sources"`
+		Actions  int      `json:"actions"`
+		Funnels  int      `json:"funnels"`
+		Segments int      `json:"segments"`
+		Flags    []string `json:"flags"`
 	}
 	type org struct {
-		ID, Slug, Name, Plan string
-		Paused               bool
-		Projects             []proj
+		ID       string `json:"id"`
+		Slug     string `json:"slug"`
+		Name     string `json:"name"`
+		Plan     string `json:"plan"`
+		Paused   bool   `json:"paused"`
+		Projects []proj `json:"projects"`
 	}
 	out := struct {
-		Version       uint64
-		Organizations []org
+		Version       uint64 `json:"version"`
+		Organizations []org  `json:"organizations"`
 	}{Version: st.Version(), Organizations: []org{}}
 	for _, o := range st.Organizations() {
 		og := org{ID: o.ID, Slug: o.Slug, Name: o.Name, Plan: o.Plan, Paused: o.Paused, Projects: []proj{}}

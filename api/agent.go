@@ -179,5 +179,5 @@ Start with list_projects to find a project's id (a UUID; slugs are refused), the
 Periods: period is 1h, 24h, 7d, 30d (default), 90d, 12m or custom with from and to (YYYY-MM-DD, project time zone). Lists come 50 at a time: pass meta.nextCursor as cursor with the same other parameters.
 Every tool returns the REST answer's JSON:API document as structured content and a short summary. Tool calls have a budget of their own: 120 a minute per person.`
 
-// agentNow is the clock of the agent-facing server.
+// now is the clock of the agent-facing server.
 func (a *agentServer) now() time.Time { return a.rep.deps.Clock() }

@@ -4,27 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
-	"github.com/mfhq/mf/storage/eventlog"
 )
 
-// The handler tests run the real reporting API on the real embedded log,
-// the real catalog (provisioned from testdata/catalog.json) and a
-// local-directory bucket.
+// The handler tests run the real reporting API on the parts of an
+// apptest.Stack: the real embedded log, the real catalog (provisioned from
+// testdata/catalog.json) and a local-directory bucket.
 
 // testNow is the clock of the handler tests unless a test moves it.
 var testNow = time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
@@ -42,43 +37,8 @@ func newTestEnv(t testing.TB, cfg ReportingConfig) *testEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	logger := slog.New(slog.DiscardHandler)
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir = filepath.Join(t.TempDir(), "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		t.Fatalf("cannot open the log: %v", err)
-	}
-	t.Cleanup(func() { lg.Close() })
-	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
-		Publisher: lg.Publisher(), Subscriber: sub, LastSeq: lg.LastSeq,
-		Seq: func(m *message.Message) (uint64, bool) {
-			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
-			return n, err == nil
-		},
-	}, logger)
-	if err != nil {
-		t.Fatalf("cannot open the catalog: %v", err)
-	}
-	t.Cleanup(func() { cat.Close() })
-	file, err := os.ReadFile("testdata/catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.Apply(ctx, file); err != nil {
-		t.Fatalf("cannot provision the test catalog: %v", err)
-	}
-	bcfg := storage.DefaultConfig()
-	bcfg.Dir = filepath.Join(t.TempDir(), "objects")
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	st := apptest.Start(t, apptest.Options{Provision: []string{"testdata/catalog.json"}})
+	cat, b, logger := st.Catalog, st.Bucket, st.Logger
 	env := &testEnv{cat: cat, bucket: b}
 	env.clock.Store(testNow.UnixNano())
 	rep, err := NewReporting(ctx, cfg, ReportingDeps{Catalog: cat, Bucket: b, Clock: env.now}, func() bool { return true }, logger)

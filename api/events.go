@@ -126,7 +126,7 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 		after = &eventRow{Time: int64(binary.BigEndian.Uint64(pos[:8]))}
 		copy(after.ID[:], pos[8:])
 	}
-	m := newEventMatcher(filters)
+	m := newEventListMatcher(filters)
 	page := make([]Resource, 0, PageSize)
 	var last eventRow
 	more := false

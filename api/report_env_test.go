@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mfhq/mf/ingest"
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/processor"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
@@ -69,55 +68,22 @@ func newReportEnv(t testing.TB, provisioningFile string) *reportEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	logger := slog.New(slog.DiscardHandler)
-	if os.Getenv("MF_TEST_LOG") == "1" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	dir := t.TempDir()
 	e := &reportEnv{sent: map[string]uint64{}}
 	e.setNow(testNow)
-
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir = filepath.Join(dir, "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		t.Fatalf("cannot open the log: %v", err)
-	}
-	t.Cleanup(func() { lg.Close() })
-	e.log = lg
-	bcfg := storage.DefaultConfig()
-	bcfg.Dir = filepath.Join(dir, "objects")
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		t.Fatalf("cannot open the bucket: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
-	e.bucket = b
-
-	flags, err := ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), b, logger)
-	if err != nil {
-		t.Fatalf("cannot start the flag documents: %v", err)
-	}
-	t.Cleanup(func() { flags.Close(context.Background()) })
-	csub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg := catalog.DefaultConfig()
-	ccfg.CheckDocuments = flags.CheckDocuments
-	cat, err := catalog.Open(ctx, ccfg, catalog.Log{Publisher: lg.Publisher(), Subscriber: csub, LastSeq: lg.LastSeq, Seq: eventlog.Seq}, logger)
-	if err != nil {
-		t.Fatalf("cannot open the catalog: %v", err)
-	}
-	t.Cleanup(func() { cat.Close() })
-	e.cat = cat
-	file, err := os.ReadFile(provisioningFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.Apply(ctx, file); err != nil {
-		t.Fatalf("cannot apply %s: %v", provisioningFile, err)
-	}
+	var flags *ingest.FlagDocuments
+	st := apptest.Start(t, apptest.Options{Dir: dir, Catalog: func(s *apptest.Stack, cfg *catalog.Config) {
+		var err error
+		flags, err = ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), s.Bucket, s.Logger)
+		if err != nil {
+			t.Fatalf("cannot start the flag documents: %v", err)
+		}
+		t.Cleanup(func() { flags.Close(context.Background()) })
+		cfg.CheckDocuments = flags.CheckDocuments
+	}})
+	lg, b, cat, logger := st.Log, st.Bucket, st.Catalog, st.Logger
+	e.log, e.bucket, e.cat = lg, b, cat
+	file := st.Provision(t, provisioningFile)
 	var prov struct {
 		Users []struct {
 			APIKeys []struct {
@@ -283,7 +249,7 @@ func (e *reportEnv) projectOfLast(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Metadata.Get("project")
+	return eventlog.BatchProject(m)
 }
 
 // wait blocks until the processor committed every batch sent so far.

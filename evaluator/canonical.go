@@ -23,7 +23,7 @@ func appendCanonical(dst []byte, v *value) []byte {
 	case kindNumber:
 		return appendNumber(dst, v.num)
 	case kindString:
-		return appendString(dst, v.str)
+		return AppendJSONString(dst, v.str)
 	case kindList:
 		dst = append(dst, '[')
 		for i := range v.elems {
@@ -40,7 +40,7 @@ func appendCanonical(dst []byte, v *value) []byte {
 			if n > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, v.key(i))
+			dst = AppendJSONString(dst, v.key(i))
 			dst = append(dst, ':')
 			dst = appendCanonical(dst, v.val(i))
 		}
@@ -77,10 +77,11 @@ func canonicalOrder(v *value) []int {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string the way JSON.stringify writes it:
-// '"' and '\\' escaped, \b \f \n \r \t, other characters below U+0020 as
-// \u00xx, everything else as UTF-8 (s is valid UTF-8 here).
-func appendString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string the way JSON.stringify
+// writes it: '"' and '\\' escaped, \b \f \n \r \t, other characters below
+// U+0020 as \u00xx, everything else as it is (s is valid UTF-8). It is the
+// one JSON string writer of the evaluator, of ingest and of `mf eval`.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -102,7 +102,7 @@ func (x Explanation) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	if x.Unsupported != "" {
 		dst = append(dst, `"unsupported":`...)
-		dst = appendString(dst, x.Unsupported)
+		dst = AppendJSONString(dst, x.Unsupported)
 		return append(dst, '}')
 	}
 	if x.Off {
@@ -113,7 +113,7 @@ func (x Explanation) AppendJSON(dst []byte) []byte {
 	} else {
 		dst = append(dst, `"unit":"id","unitState":`...)
 	}
-	dst = appendString(dst, x.UnitState)
+	dst = AppendJSONString(dst, x.UnitState)
 	dst = append(dst, `,"rules":[`...)
 	for i, r := range x.Rules {
 		if i > 0 {
@@ -144,7 +144,7 @@ func (x Explanation) AppendJSON(dst []byte) []byte {
 			dst = strconv.AppendInt(dst, int64(r.VariantBucket), 10)
 		}
 		dst = append(dst, `,"outcome":`...)
-		dst = appendString(dst, r.Outcome)
+		dst = AppendJSONString(dst, r.Outcome)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)

@@ -189,3 +189,29 @@ func ParseCase(line []byte) (*Flag, *Facts, error) {
 	}
 	return compileFlag(fv), fa, nil
 }
+
+// AppendCase appends the result line of one `mf eval` case line; with
+// explain, the line carries "explain": the evaluator's explanation, or
+// {"parseError": why} for a line that is not a case. `mf eval` writes it
+// natively and wasm/guest inside the WebAssembly module: one function, so
+// that both engines write the same lines.
+func AppendCase(dst, line []byte, explain bool) []byte {
+	flag, facts, err := ParseCase(line)
+	if err != nil {
+		dst = AppendResult(dst, ParseErrorResult())
+		if !explain {
+			return dst
+		}
+		dst = append(dst[:len(dst)-1], `,"explain":{"parseError":`...)
+		dst = AppendJSONString(dst, err.Error())
+		return append(dst, "}}"...)
+	}
+	if !explain {
+		return AppendResult(dst, flag.Evaluate(facts))
+	}
+	r, x := flag.Explain(facts)
+	dst = AppendResult(dst, r)
+	dst = append(dst[:len(dst)-1], `,"explain":`...)
+	dst = x.AppendJSON(dst)
+	return append(dst, '}')
+}

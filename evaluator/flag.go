@@ -240,7 +240,7 @@ func (c *cond) compile(v *value) string {
 			}
 		}
 		if !found {
-			return "unknown operator " + string(appendString(nil, e[2].str))
+			return "unknown operator " + string(AppendJSONString(nil, e[2].str))
 		}
 		val := &e[3]
 		switch c.op {

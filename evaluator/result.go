@@ -48,7 +48,7 @@ func AppendResult(dst []byte, r Result) []byte {
 		return append(dst, '}')
 	}
 	dst = append(dst, `{"variant":`...)
-	dst = appendString(dst, r.Variant)
+	dst = AppendJSONString(dst, r.Variant)
 	dst = append(dst, `,"reason":"`...)
 	dst = append(dst, r.Reason.String()...)
 	dst = append(dst, '"')

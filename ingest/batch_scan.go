@@ -3,6 +3,8 @@ package ingest
 import (
 	"encoding/binary"
 	"unicode/utf8"
+
+	"github.com/mfhq/mf/evaluator"
 )
 
 // jsonScanner reads JSON text in one pass over a string. It checks the whole
@@ -63,7 +65,7 @@ func (s *jsonScanner) ws() {
 func (s *jsonScanner) rewrite(start int, v string) (int, int) {
 	s.out = append(s.out, s.src[s.outFrom:start]...)
 	from := len(s.out)
-	s.out = appendJSONString(s.out, v)
+	s.out = evaluator.AppendJSONString(s.out, v)
 	s.outFrom = s.pos
 	return from, len(s.out)
 }

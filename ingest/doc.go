@@ -2,4 +2,10 @@
 // authentication, CORS, rate limits, idempotency, enrichment at the edge),
 // flag documents (compiler and endpoints), segment lookups, and the Go client
 // of the /v1 service.
+//
+// It imports storage (the log it appends accepted batches to, through
+// eventlog.NewBatchMessage; the catalog), evaluator and wasm; never
+// processor, rollups or api. Its Go client (ingest/client) imports only
+// evaluator and storage/records, both standard-library only; the browser
+// module has no runtime dependencies.
 package ingest

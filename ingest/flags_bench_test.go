@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
-	"github.com/mfhq/mf/storage/catalog"
-	"github.com/mfhq/mf/storage/eventlog"
 )
 
 // bigProjectFile is a provisioning file with one project of n flags read
@@ -35,35 +32,12 @@ func bigProjectFile(n int) []byte {
 	    "flags":[` + strings.Join(flags, ",") + `]}]}]}`)
 }
 
-// benchCatalog opens a real catalog on the embedded log in dir and applies
-// file.
-func benchCatalog(b *testing.B, dir string, file []byte) *catalog.Catalog {
+// benchStack opens the real parts in dir (apptest) and applies file.
+func benchStack(b *testing.B, dir string, file []byte) *apptest.Stack {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir = filepath.Join(dir, "log")
-	lg, err := eventlog.Open(ctx, lcfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = lg.Close() })
-	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = sub.Close() })
-	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
-		Publisher: lg.Publisher(), Subscriber: sub, LastSeq: lg.LastSeq, Seq: eventlog.Seq,
-	}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cat.Close() })
-	if _, err := cat.Apply(ctx, file); err != nil {
-		b.Fatal(err)
-	}
-	return cat
+	st := apptest.Start(b, apptest.Options{Dir: dir})
+	st.Apply(b, "the benchmark project", file)
+	return st
 }
 
 // Recompiling a project of 500 flags: the browser, values (through the
@@ -72,18 +46,14 @@ func benchCatalog(b *testing.B, dir string, file []byte) *catalog.Catalog {
 // the compile times recorded in a local object store.
 func BenchmarkCompileProject500Flags(b *testing.B) {
 	dir := b.TempDir()
-	cat := benchCatalog(b, dir, bigProjectFile(500))
-	st := cat.State()
+	stack := benchStack(b, dir, bigProjectFile(500))
+	st := stack.Catalog.State()
 	const project = "b2000000-0000-4000-8000-000000000001"
 	pf := st.CompiledFlags(project)
 	if len(pf.Browser) != 500 || len(pf.Server) != 500 {
 		b.Fatalf("%d browser and %d server flags", len(pf.Browser), len(pf.Server))
 	}
-	bucket, err := storage.Open(context.Background(), storage.Config{Dir: filepath.Join(dir, "objects")}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = bucket.Close() })
+	bucket := stack.Bucket
 	for _, bc := range []struct {
 		name   string
 		gzip   int

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mfhq/mf/evaluator"
 	"github.com/mfhq/mf/storage/records"
 )
 
@@ -243,6 +244,6 @@ func currencyCode(c string) string {
 func replaceSpan(props []byte, start, end int, v string) []byte {
 	out := make([]byte, 0, len(props)-(end-start)+len(v)+2)
 	out = append(out, props[:start]...)
-	out = appendJSONString(out, v)
+	out = evaluator.AppendJSONString(out, v)
 	return append(out, props[end:]...)
 }

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -149,10 +148,6 @@ type Server struct {
 
 	limAddrBatch, limWebsiteEvents, limSecretEvents *limiter
 }
-
-// metaReceipt is the metadata key of a batch message that holds its
-// receipt, so that a resend is answered without decoding the batch.
-const metaReceipt = "receipt"
 
 // NewServer builds the service; App returns its Fiber app. Close stops its
 // background work.
@@ -484,19 +479,15 @@ type storedReceipt struct {
 // batch id already stored within the idempotency window answers with the
 // receipt stored the first time.
 func (s *Server) store(ctx context.Context, rec *records.Batch) (storedReceipt, error) {
-	payload, err := records.Encode(rec)
+	msg, err := eventlog.NewBatchMessage(rec)
 	if err != nil {
-		return storedReceipt{}, fmt.Errorf("cannot encode batch: %w", err)
+		return storedReceipt{}, err
 	}
-	rj, _ := json.Marshal(rec.Receipt)
-	msg := message.NewMessage(rec.ID.String(), payload)
-	msg.Metadata.Set(metaReceipt, string(rj))
-	msg.Metadata.Set("project", rec.Project)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	msg.SetContext(ctx)
 	start := time.Now()
-	r, err := s.deps.Log.PublishOnce(ctx, eventlog.TopicBatches+"."+rec.Project, rec.Project+":"+rec.ID.String(), msg)
+	r, err := s.deps.Log.PublishOnce(ctx, eventlog.BatchSubject(rec.Project), eventlog.BatchDedupeID(rec.Project, rec.ID), msg)
 	s.cfg.Metrics.observePublish(time.Since(start), r.Duplicate, err)
 	if err != nil {
 		return storedReceipt{}, err
@@ -508,9 +499,9 @@ func (s *Server) store(ctx context.Context, rec *records.Batch) (storedReceipt, 
 	if err != nil {
 		return storedReceipt{}, fmt.Errorf("cannot read back the first copy of batch %s: %w", rec.ID, err)
 	}
-	var first records.Receipt
-	if err := json.Unmarshal([]byte(orig.Metadata.Get(metaReceipt)), &first); err != nil {
-		return storedReceipt{}, fmt.Errorf("the first copy of batch %s has no readable receipt: %w", rec.ID, err)
+	first, err := eventlog.BatchReceipt(orig)
+	if err != nil {
+		return storedReceipt{}, fmt.Errorf("the first copy of batch %s: %w", rec.ID, err)
 	}
 	// The receipt echoes the batch id as sent this time.
 	first.Batch = rec.Receipt.Batch

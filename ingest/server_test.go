@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,9 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
@@ -78,48 +75,11 @@ func newTestEnvN(t testing.TB, cfg Config, caseProjects int) *testEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	logger := slog.New(slog.DiscardHandler)
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir = filepath.Join(t.TempDir(), "log")
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		t.Fatalf("cannot open the log: %v", err)
-	}
-	t.Cleanup(func() { lg.Close() })
-	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
-		Publisher: lg.Publisher(), Subscriber: sub, LastSeq: lg.LastSeq,
-		Seq: func(m *message.Message) (uint64, bool) {
-			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
-			return n, err == nil
-		},
-	}, logger)
-	if err != nil {
-		t.Fatalf("cannot open the catalog: %v", err)
-	}
-	t.Cleanup(func() { cat.Close() })
-	file, err := os.ReadFile("testdata/http/catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.Apply(ctx, file); err != nil {
-		t.Fatalf("cannot provision the test catalog: %v", err)
-	}
+	st := apptest.Start(t, apptest.Options{Provision: []string{"testdata/http/catalog.json"}})
+	lg, cat, b, logger := st.Log, st.Catalog, st.Bucket, st.Logger
 	if caseProjects > 0 {
-		if _, err := cat.Apply(ctx, caseProjectsFile(caseProjects)); err != nil {
-			t.Fatalf("cannot provision the case projects: %v", err)
-		}
+		st.Apply(t, "the case projects", caseProjectsFile(caseProjects))
 	}
-	bcfg := storage.DefaultConfig()
-	bcfg.Dir = filepath.Join(t.TempDir(), "objects")
-	b, err := storage.Open(ctx, bcfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
 	env := &testEnv{log: lg, cat: cat}
 	srv, err := NewServer(ctx, cfg, Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Clock: env.now}, logger)
 	if err != nil {
@@ -588,14 +548,8 @@ func TestSinkUnavailable(t *testing.T) {
 // and the second answers with the first's receipt.
 func TestIdempotencyAcrossProcesses(t *testing.T) {
 	env := newTestEnv(t, unlimited())
-	logger := slog.New(slog.DiscardHandler)
-	bcfg := storage.DefaultConfig()
-	bcfg.Dir = filepath.Join(t.TempDir(), "objects")
-	b, err := storage.Open(context.Background(), bcfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	logger := apptest.Logger()
+	b := apptest.OpenBucket(t, filepath.Join(t.TempDir(), "objects"))
 	other, err := NewServer(context.Background(), unlimited(), Deps{Catalog: env.cat, Log: env.log.Publisher(), Bucket: b}, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/eventlog"
@@ -611,11 +609,9 @@ func (e *env) publishEvery(bs []*records.Batch, perSecond int) func() (int, erro
 				return
 			case <-t.C:
 			}
-			data, err := records.Encode(x)
+			msg, err := eventlog.NewBatchMessage(x)
 			if err == nil {
-				msg := message.NewMessage(x.ID.String(), data)
-				msg.Metadata.Set("project", x.Project)
-				_, err = pub.PublishOnce(context.Background(), eventlog.TopicBatches, x.Project+":"+x.ID.String(), msg)
+				_, err = pub.PublishOnce(context.Background(), eventlog.TopicBatches, eventlog.BatchDedupeID(x.Project, x.ID), msg)
 			}
 			if err != nil {
 				done <- result{n, fmt.Errorf("background batch %d: %w", n, err)}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 )
 
 // partitionRows is the new content of one partition of one table (no
@@ -66,15 +67,15 @@ func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, r
 	}
 	for _, b := range sortedKeys(ch.People) {
 		rows := ch.People[b]
-		keyed(TablePeople, facts.BucketName(b), len(rows), ch.WholePeople[b], func() arrow.Record { return peopleRecord(alloc, rows, reporting, rev) })
+		keyed(TablePeople, tables.BucketName(b), len(rows), ch.WholePeople[b], func() arrow.Record { return peopleRecord(alloc, rows, reporting, rev) })
 	}
 	for _, b := range sortedKeys(ch.Identities) {
 		rows := ch.Identities[b]
-		keyed(TableIdentities, facts.BucketName(b), len(rows), ch.WholeIdentities[b], func() arrow.Record { return identitiesRecord(alloc, rows, rev) })
+		keyed(TableIdentities, tables.BucketName(b), len(rows), ch.WholeIdentities[b], func() arrow.Record { return identitiesRecord(alloc, rows, rev) })
 	}
 	for _, b := range sortedKeys(ch.Members) {
 		rows := ch.Members[b]
-		keyed(TableMembers, facts.BucketName(b), len(rows), ch.WholeMembers[b], func() arrow.Record { return membersRecord(alloc, rows, rev) })
+		keyed(TableMembers, tables.BucketName(b), len(rows), ch.WholeMembers[b], func() arrow.Record { return membersRecord(alloc, rows, rev) })
 	}
 	if segs != nil {
 		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(alloc, segs) })

@@ -16,4 +16,8 @@
 // from the set of a project's events whatever their order; channels come
 // from internal/channels with Matomo's referrer lists. docs/processor.md
 // describes the rules, the tables and the exactly-once design.
+//
+// It imports storage (the log, the catalog, the object store) and rollups,
+// with rollups/tables for the tables it writes (names, schemas, partition
+// labels); never ingest or api.
 package processor

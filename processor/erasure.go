@@ -114,7 +114,7 @@ func RequestErasure(ctx context.Context, d ErasureDeps, project, ref string, now
 	payload, _ := json.Marshal(erasureMessage{ID: id, Person: person.String()})
 	msg := message.NewMessage(id, payload)
 	msg.Metadata.Set(MetaKind, KindErasure)
-	msg.Metadata.Set("project", project)
+	msg.Metadata.Set(eventlog.MetaProject, project)
 	rc, err := d.Log.PublishOnce(ctx, d.Topic+"."+project, project+":erasure:"+id, msg)
 	if err != nil {
 		return Erasure{}, fmt.Errorf("cannot publish the erasure to the log: %w", err)
@@ -226,7 +226,7 @@ type appliedErasure struct {
 
 // applyErasure applies an erasure message read from the log.
 func (p *Processor) applyErasure(ctx context.Context, m *message.Message, seq uint64) {
-	project := m.Metadata.Get("project")
+	project := eventlog.BatchProject(m)
 	if p.parked[project] != nil {
 		p.handled(seq) // read back once the project loads
 		return

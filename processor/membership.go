@@ -13,6 +13,7 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 )
 
 // Unit is who a segment lookup is about: a browser (AnonymousID) or a
@@ -183,7 +184,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 	v.mu.RLock()
 	for _, table := range []string{TableIdentities, TableMembers} {
 		for b := range facts.Buckets {
-			part := facts.BucketName(b)
+			part := tables.BucketName(b)
 			names := fileNames(m.Files(table, part))
 			if !slices.Equal(names, v.files[table+"/"+part]) {
 				loads = append(loads, load{table, part, names})
@@ -207,7 +208,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 		switch l.table {
 		case TableIdentities:
 			mp := map[facts.Ref]facts.Ref{}
-			err = sn.Scan(ctx, TableIdentities, rollups.ScanOptions{Partitions: []string{l.part}, Columns: []string{"unit", "person"}},
+			err = sn.Scan(ctx, TableIdentities, rollups.ScanOptions{Partitions: []string{l.part}, Columns: []string{tables.ColUnit, tables.ColPerson}},
 				func(bt rollups.Batch) error {
 					unit, person := bt.Record.Column(0), bt.Record.Column(1)
 					for i := range int(bt.Record.NumRows()) {
@@ -221,7 +222,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 			persons[b] = mp
 		case TableMembers:
 			mp := map[facts.Ref][]string{}
-			err = sn.Scan(ctx, TableMembers, rollups.ScanOptions{Partitions: []string{l.part}, Columns: []string{"segment", "person"}},
+			err = sn.Scan(ctx, TableMembers, rollups.ScanOptions{Partitions: []string{l.part}, Columns: []string{tables.ColSegment, tables.ColPerson}},
 				func(bt rollups.Batch) error {
 					seg, person := bt.Record.Column(0), bt.Record.Column(1)
 					for i := range int(bt.Record.NumRows()) {
@@ -236,7 +237,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 			members[b] = mp
 		case TableSegments:
 			built = map[string]time.Time{}
-			err = sn.Scan(ctx, TableSegments, rollups.ScanOptions{Columns: []string{"segment", "built_at"}},
+			err = sn.Scan(ctx, TableSegments, rollups.ScanOptions{Columns: []string{tables.ColSegment, tables.ColBuiltAt}},
 				func(bt rollups.Batch) error {
 					seg, at := bt.Record.Column(0), bt.Record.Column(1).(*array.Timestamp)
 					for i := range int(bt.Record.NumRows()) {
@@ -311,7 +312,7 @@ func (s *Segments) apply(project string, m *rollups.Manifest, ch *facts.Changes)
 			}
 			mp[r.Unit] = r.Person
 		}
-		v.files[TableIdentities+"/"+facts.BucketName(b)] = fileNames(m.Files(TableIdentities, facts.BucketName(b)))
+		v.files[TableIdentities+"/"+tables.BucketName(b)] = fileNames(m.Files(TableIdentities, tables.BucketName(b)))
 	}
 	for b, rows := range ch.Members {
 		mp := v.members[b]
@@ -336,7 +337,7 @@ func (s *Segments) apply(project string, m *rollups.Manifest, ch *facts.Changes)
 				mp[r.Person] = slices.Insert(slices.Clone(cur), i, r.Segment)
 			}
 		}
-		v.files[TableMembers+"/"+facts.BucketName(b)] = fileNames(m.Files(TableMembers, facts.BucketName(b)))
+		v.files[TableMembers+"/"+tables.BucketName(b)] = fileNames(m.Files(TableMembers, tables.BucketName(b)))
 	}
 	if !slices.Equal(fileNames(m.Files(TableSegments, segmentsPartition)), v.files[TableSegments]) {
 		// The build times changed: the next lookup reads the segments

@@ -306,12 +306,12 @@ func readLog(ctx context.Context, topic string, deps ReplayDeps, project string,
 		if m.Metadata.Get(MetaKind) == KindErasure {
 			// An erasure in the log erases again what came before it.
 			var em erasureMessage
-			if m.Metadata.Get("project") == project && json.Unmarshal(m.Payload, &em) == nil {
+			if eventlog.BatchProject(m) == project && json.Unmarshal(m.Payload, &em) == nil {
 				if ref, ok := records.ParseUUID(em.Person); ok {
 					e.Erase(ref)
 				}
 			}
-		} else if p := m.Metadata.Get("project"); p == "" || p == project {
+		} else if p := eventlog.BatchProject(m); p == "" || p == project {
 			if b, err := records.Decode(m.Payload); err == nil && b.Project == project {
 				e.AddBatch(b)
 				batches++

@@ -12,231 +12,38 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 )
 
-// The tables the processor writes (docs/processor.md, "Tables"). Every
-// string column is nullable: null where the fact is absent.
-
-// Table names.
+// The tables the processor writes are defined by rollups/tables; these
+// are their names as the processor's API has them.
 const (
-	TableEvents      = "events"
-	TableVisits      = "visits"
-	TableConversions = "conversions"
-	TablePeople      = "people"
-	TableIdentities  = "identities"
-	TableMembers     = "segment_members"
-	TableSegments    = "segments"
+	TableEvents      = tables.Events
+	TableVisits      = tables.Visits
+	TableConversions = tables.Conversions
+	TablePeople      = tables.People
+	TableIdentities  = tables.Identities
+	TableMembers     = tables.Members
+	TableSegments    = tables.Segments
 )
 
 // segmentsPartition is the one partition of the segments table.
-const segmentsPartition = "all"
+const segmentsPartition = tables.SegmentsPartition
 
+// The engine's buckets are the tables' partitions of people, identities
+// and segment members: a compile-time check that their counts agree.
 var (
-	tsType   = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
-	uuidType = &arrow.FixedSizeBinaryType{ByteWidth: 16}
-	str      = arrow.BinaryTypes.String
-	i64      = arrow.PrimitiveTypes.Int64
-	i32      = arrow.PrimitiveTypes.Int32
-	boolean  = arrow.FixedWidthTypes.Boolean
+	_ [facts.Buckets - tables.Buckets]struct{}
+	_ [tables.Buckets - facts.Buckets]struct{}
 )
 
-func field(name string, t arrow.DataType, nullable bool) arrow.Field {
-	return arrow.Field{Name: name, Type: t, Nullable: nullable}
-}
-
-// Column order of the events table; eventsTable() builds it.
-var eventsSchema = arrow.NewSchema([]arrow.Field{
-	field("unit", uuidType, true),
-	field("time", tsType, false),
-	field("id", uuidType, false),
-	field("name", str, false),
-	field("source", str, true),
-	field("consented", boolean, false),
-	field("server", boolean, false),
-	field("origin", str, true),
-	field("path", str, true),
-	field("query", str, true),
-	field("title", str, true),
-	field("referrer", str, true),
-	field("user_id", str, true),
-	field("session_id", uuidType, true),
-	field("properties", str, true),
-	field("revenue", str, true),
-	field("currency", str, true),
-	field("country", str, true),
-	field("region", str, true),
-	field("device", str, true),
-	field("browser", str, true),
-	field("os", str, true),
-	field("locale", str, true),
-	field("actions", str, true),
-	field("value", i64, true),
-	field("value_currency", str, true),
-	field("purchase", boolean, false),
-	field("visit", uuidType, true),
-	field("channel", str, true),
-}, nil)
-
-var visitsSchema = arrow.NewSchema([]arrow.Field{
-	field("unit", uuidType, true),
-	field("start", tsType, false),
-	field("id", uuidType, false),
-	field("end", tsType, false),
-	field("person", uuidType, true),
-	field("session", boolean, false),
-	field("events", i32, false),
-	field("pageviews", i32, false),
-	field("consented", boolean, false),
-	field("channel", str, false),
-	field("source", str, true),
-	field("medium", str, true),
-	field("campaign", str, true),
-	field("term", str, true),
-	field("content", str, true),
-	field("ad_platform", str, true),
-	field("click_id", str, true),
-	field("referrer_host", str, true),
-	field("referrer_name", str, true),
-	field("landing_host", str, true),
-	field("landing_path", str, true),
-	field("exit_path", str, true),
-	field("country", str, true),
-	field("region", str, true),
-	field("device", str, true),
-	field("browser", str, true),
-	field("os", str, true),
-	field("locale", str, true),
-	field("source_id", str, true),
-	field(rollups.RevColumn, i64, false),
-	field(rollups.DeletedColumn, boolean, false),
-}, nil)
-
-var conversionsSchema = arrow.NewSchema([]arrow.Field{
-	field("action", str, false),
-	field("time", tsType, false),
-	field("event_id", uuidType, false),
-	field("role", str, true),
-	field("owner", uuidType, true),
-	field("unit", uuidType, true),
-	field("visit", uuidType, true),
-	field("value", i64, true),
-	field("currency", str, true),
-	field("consented", boolean, false),
-}, nil)
-
-func touchFields(p string) []arrow.Field {
-	return []arrow.Field{
-		field(p+"_channel", str, false),
-		field(p+"_source", str, true),
-		field(p+"_medium", str, true),
-		field(p+"_campaign", str, true),
-		field(p+"_landing", str, true),
-		field(p+"_ad_platform", str, true),
-	}
-}
-
-var peopleSchema = arrow.NewSchema(concat(
-	[]arrow.Field{
-		field("ref", uuidType, false),
-		field("user_id", str, true),
-		field("known", boolean, false),
-		field("name", str, true),
-		field("email", str, true),
-		field("stage", str, false),
-		field("first_seen", tsType, false),
-		field("last_seen", tsType, false),
-		field("visits", i64, false),
-		field("active_days", i64, false),
-		field("events", i64, false),
-		field("pageviews", i64, false),
-		field("orders", i64, false),
-		field("revenue", str, true),
-		field("value", i64, false),
-	},
-	touchFields("ft"),
-	touchFields("lt"),
-	[]arrow.Field{
-		field("country", str, true),
-		field("region", str, true),
-		field("device", str, true),
-		field("browser", str, true),
-		field("os", str, true),
-		field("locale", str, true),
-		field("last_path", str, true),
-		field("traits", str, true),
-		field("browsers", i64, false),
-		field("shared_browser", boolean, false),
-		field("first_purchase", tsType, true),
-		field("intent", boolean, false),
-		field(rollups.RevColumn, i64, false),
-		field(rollups.DeletedColumn, boolean, false),
-	},
-), nil)
-
-var identitiesSchema = arrow.NewSchema([]arrow.Field{
-	field("unit", uuidType, false),
-	field("person", uuidType, false),
-	field("claimed_at", tsType, false),
-	field("shared", boolean, false),
-	field(rollups.RevColumn, i64, false),
-	field(rollups.DeletedColumn, boolean, false),
-}, nil)
-
-var membersSchema = arrow.NewSchema([]arrow.Field{
-	field("segment", str, false),
-	field("person", uuidType, false),
-	field(rollups.RevColumn, i64, false),
-	field(rollups.DeletedColumn, boolean, false),
-}, nil)
-
-var segmentsSchema = arrow.NewSchema([]arrow.Field{
-	field("segment", str, false),
-	field("id", str, false),
-	field("built_at", tsType, false),
-	field("members", i64, false),
-}, nil)
-
-func concat(parts ...[]arrow.Field) []arrow.Field {
-	var out []arrow.Field
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// Tables returns the definitions of the processor's tables. Visits,
-// people, identities and segment members are keyed (rollups.Table.Key):
-// commits add the rows that changed, with the commit's rev
-// (revOf), instead of rewriting their partitions.
-func Tables() map[string]*rollups.Table {
-	return map[string]*rollups.Table{
-		TableEvents: {Name: TableEvents, Schema: eventsSchema, SortKey: []string{"unit", "time", "id"},
-			NoDictionary: []string{"time", "id", "unit", "session_id"}},
-		TableVisits: {Name: TableVisits, Schema: visitsSchema, SortKey: []string{"unit", "start", "id"},
-			NoDictionary: []string{"start", "end", "id", "unit", "person"}, Key: []string{"id"}},
-		TableConversions: {Name: TableConversions, Schema: conversionsSchema, SortKey: []string{"action", "time", "event_id"},
-			NoDictionary: []string{"time", "event_id", "owner", "unit", "visit"}},
-		TablePeople: {Name: TablePeople, Schema: peopleSchema, SortKey: []string{"ref"},
-			NoDictionary: []string{"ref", "first_seen", "last_seen"}, Key: []string{"ref"}},
-		TableIdentities: {Name: TableIdentities, Schema: identitiesSchema, SortKey: []string{"unit"},
-			NoDictionary: []string{"unit", "claimed_at"}, Key: []string{"unit"}},
-		TableMembers:  {Name: TableMembers, Schema: membersSchema, SortKey: []string{"segment", "person"}, Key: []string{"segment", "person"}},
-		TableSegments: {Name: TableSegments, Schema: segmentsSchema, SortKey: []string{"segment"}},
-	}
-}
+// Tables returns the definitions of the processor's tables
+// (tables.All).
+func Tables() map[string]*rollups.Table { return tables.All() }
 
 // revOf is the rev of a row of a keyed table written by the commit with
-// counter rev (checkpoint.Rev): 2·rev+1, and 2·rev for a deletion. A key
-// that moves to another partition (a visit whose start moved to another
-// day) leaves a deletion in the old one below its new row, so that over
-// the whole table, not only within a partition, the highest rev of a key
-// is its row.
-func revOf(rev int64, deleted bool) int64 {
-	if deleted {
-		return 2 * rev
-	}
-	return 2*rev + 1
-}
+// counter rev (checkpoint.Rev): tables.RevOf.
+func revOf(rev int64, deleted bool) int64 { return tables.RevOf(rev, deleted) }
 
 // keyedRow appends the rev and deleted columns of a row.
 func (b *builder) keyedRow(rev int64, deleted bool) {
@@ -404,7 +211,7 @@ func (b *builder) record() arrow.Record {
 func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
 	facts.SortEventRows(rows)
 	var ev facts.Event
-	return buildRecordMeasured(alloc, eventsSchema, len(rows), false, func(b *builder) {
+	return buildRecordMeasured(alloc, tables.EventsSchema, len(rows), false, func(b *builder) {
 		for i := range rows {
 			row := &rows[i]
 			row.Fill(&ev)
@@ -449,7 +256,7 @@ func eventsRecord(alloc memory.Allocator, rows []facts.EventRow) arrow.Record {
 }
 
 func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow, rev int64) arrow.Record {
-	return buildRecord(alloc, visitsSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.VisitsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			c := r.Client
@@ -497,7 +304,7 @@ func visitsRecord(alloc memory.Allocator, rows []facts.VisitRow, rev int64) arro
 }
 
 func conversionsRecord(alloc memory.Allocator, rows []facts.ConversionRow) arrow.Record {
-	return buildRecord(alloc, conversionsSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.ConversionsSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			b.row()
@@ -560,7 +367,7 @@ func (b *builder) touch(t facts.Touch) {
 }
 
 func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting string, rev int64) arrow.Record {
-	return buildRecord(alloc, peopleSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.PeopleSchema, len(rows), func(b *builder) {
 		for _, r := range rows {
 			b.row()
 			b.uuidReq(r.Ref)
@@ -606,7 +413,7 @@ func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting str
 }
 
 func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow, rev int64) arrow.Record {
-	return buildRecord(alloc, identitiesSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.IdentitiesSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			r := &rows[i]
 			b.row()
@@ -620,7 +427,7 @@ func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow, rev int6
 }
 
 func membersRecord(alloc memory.Allocator, rows []facts.MemberRow, rev int64) arrow.Record {
-	return buildRecord(alloc, membersSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.MembersSchema, len(rows), func(b *builder) {
 		for i := range rows {
 			b.row()
 			b.strReq(rows[i].Segment)
@@ -638,7 +445,7 @@ type segmentBuild struct {
 }
 
 func segmentsRecord(alloc memory.Allocator, rows []segmentBuild) arrow.Record {
-	return buildRecord(alloc, segmentsSchema, len(rows), func(b *builder) {
+	return buildRecord(alloc, tables.SegmentsSchema, len(rows), func(b *builder) {
 		for _, r := range rows {
 			b.row()
 			b.strReq(r.Ref)
@@ -687,13 +494,13 @@ func newEventReader(rec arrow.Record) (*eventReader, error) {
 		name string
 		dst  *arrow.Array
 	}{
-		{"unit", &r.unit}, {"time", &r.time}, {"id", &r.id}, {"name", &r.name}, {"source", &r.source},
-		{"consented", &r.consented}, {"server", &r.server}, {"origin", &r.origin}, {"path", &r.path},
-		{"query", &r.query}, {"title", &r.title}, {"referrer", &r.referrer},
-		{"user_id", &r.user}, {"session_id", &r.session}, {"properties", &r.props}, {"revenue", &r.revenue},
-		{"currency", &r.currency}, {"country", &r.country}, {"region", &r.region}, {"device", &r.device},
-		{"browser", &r.browser}, {"os", &r.os}, {"locale", &r.locale}, {"actions", &r.actions},
-		{"value", &r.value}, {"value_currency", &r.valueCurrency}, {"purchase", &r.purchase},
+		{tables.ColUnit, &r.unit}, {tables.ColTime, &r.time}, {tables.ColID, &r.id}, {tables.ColName, &r.name}, {tables.ColSource, &r.source},
+		{tables.ColConsented, &r.consented}, {tables.ColServer, &r.server}, {tables.ColOrigin, &r.origin}, {tables.ColPath, &r.path},
+		{tables.ColQuery, &r.query}, {tables.ColTitle, &r.title}, {tables.ColReferrer, &r.referrer},
+		{tables.ColUserID, &r.user}, {tables.ColSessionID, &r.session}, {tables.ColProperties, &r.props}, {tables.ColRevenue, &r.revenue},
+		{tables.ColCurrency, &r.currency}, {tables.ColCountry, &r.country}, {tables.ColRegion, &r.region}, {tables.ColDevice, &r.device},
+		{tables.ColBrowser, &r.browser}, {tables.ColOS, &r.os}, {tables.ColLocale, &r.locale}, {tables.ColActions, &r.actions},
+		{tables.ColValue, &r.value}, {tables.ColValueCurrency, &r.valueCurrency}, {tables.ColPurchase, &r.purchase},
 	} {
 		a, err := c.col(x.name)
 		if err != nil {
@@ -701,8 +508,8 @@ func newEventReader(rec arrow.Record) (*eventReader, error) {
 		}
 		*x.dst = a
 	}
-	r.visit, _ = c.col("visit")
-	r.channel, _ = c.col("channel")
+	r.visit, _ = c.col(tables.ColVisit)
+	r.channel, _ = c.col(tables.ColChannel)
 	return r, nil
 }
 
@@ -719,24 +526,11 @@ func (r *eventReader) thawed(e *facts.Engine, i int) facts.ThawedEvent {
 	return t
 }
 
-func strAt(a arrow.Array, i int) string {
-	if a.IsNull(i) {
-		return ""
-	}
-	return a.(*array.String).Value(i)
-}
+func strAt(a arrow.Array, i int) string { return tables.StrAt(a, i) }
 
-func uuidAt(a arrow.Array, i int) (u facts.Ref) {
-	if a.IsNull(i) {
-		return u
-	}
-	copy(u[:], a.(*array.FixedSizeBinary).Value(i))
-	return u
-}
+func uuidAt(a arrow.Array, i int) facts.Ref { return facts.Ref(tables.RefAt(a, i)) }
 
-func boolAt(a arrow.Array, i int) bool {
-	return !a.IsNull(i) && a.(*array.Boolean).Value(i)
-}
+func boolAt(a arrow.Array, i int) bool { return tables.BoolAt(a, i) }
 
 // event returns row i as an event of engine e (client shared; strings
 // point into the record). derived keeps the catalog matches stored with the row (a

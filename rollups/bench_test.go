@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/records"
 )
@@ -16,12 +17,7 @@ import (
 
 func benchBucket(b *testing.B) storage.Bucket {
 	b.Helper()
-	bk, err := storage.Open(context.Background(), storage.Config{Dir: b.TempDir()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { bk.Close() })
-	return bk
+	return apptest.OpenBucket(b, b.TempDir())
 }
 
 func benchStore(b *testing.B, bk storage.Bucket) *Store {

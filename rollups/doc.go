@@ -17,6 +17,13 @@
 // its ETag, and scan tables by day range, columns and key range through a
 // byte-bounded cache of decoded column data.
 //
+// The processor's tables themselves (names, columns, schemas, partition
+// labels and column accessors) are the contract of the subpackage
+// rollups/tables, which the processor writes and the reporting API reads.
+//
+// It imports storage only (and Arrow and Parquet); it knows nothing of
+// the processor or the api.
+//
 // The object layout, manifest format and protocols are described in
 // docs/rollups.md.
 package rollups

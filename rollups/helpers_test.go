@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/storagetest"
 )
@@ -272,7 +273,7 @@ type backend struct {
 // t) a real MinIO.
 func backends(t *testing.T) []backend {
 	local := backend{name: "local", open: func(t *testing.T) storage.Bucket {
-		return openBucket(t, storage.Config{Dir: t.TempDir()})
+		return apptest.OpenBucket(t, t.TempDir())
 	}}
 	var minioURL string
 	minio := backend{name: "minio", open: func(t *testing.T) storage.Bucket {

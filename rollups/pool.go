@@ -50,7 +50,7 @@ func NewBufferPool(maxBytes int64) *BufferPool {
 
 var _ memory.Allocator = (*BufferPool)(nil)
 
-// class returns the size class of a request of n bytes (n > 0).
+// poolClass returns the size class of a request of n bytes (n > 0).
 func poolClass(n int) int {
 	c := bits.Len(uint(n - 1))
 	return max(c, poolMinClass)

@@ -13,4 +13,8 @@
 // server must support.
 //
 // Every Bucket implementation passes storagetest.Acceptance.
+//
+// It imports the standard library and its drivers (minio-go, NATS,
+// Watermill) only: every other package builds on it, and it on none of
+// them.
 package storage

@@ -37,6 +37,12 @@ func TestProvisionSurvivesSIGKILL(t *testing.T) {
 	if before == empty || !strings.Contains(before, "Demo Shop") {
 		t.Fatalf("catalog after provisioning does not hold the demo project: %s", before)
 	}
+	// Its members are camelCase, as every other answer's.
+	for _, k := range []string{`"version":`, `"organizations":[{"id":`, `"projects":[{`, `"sources":[{`, `"timezone":`} {
+		if !strings.Contains(before, k) {
+			t.Fatalf("catalog summary lacks %s (camelCase members): %s", k, before)
+		}
+	}
 	p.kill()
 
 	p2 := startMF(t, data, "serve")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -35,8 +34,10 @@ func eraseMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return 2
 	}
-	base := strings.TrimRight(*adminURL, "/") + "/admin/v1/projects/" + url.PathEscape(*project)
-	code, body, err := adminCall(ctx, http.MethodDelete, base+"/people/"+url.PathEscape(*person), *token)
+	admin := newAdminClient(*adminURL, *token)
+	base := "/admin/v1/projects/" + url.PathEscape(*project)
+	ans, err := admin.call(ctx, http.MethodDelete, base+"/people/"+url.PathEscape(*person))
+	code, body := ans.Code, ans.Body
 	if err != nil {
 		fmt.Fprintf(stderr, "mf erase: cannot reach the admin API at %s: %v\n", *adminURL, err)
 		return 1
@@ -56,9 +57,10 @@ func eraseMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		code, body, err := adminCall(ctx, http.MethodGet, base+"/erasures/"+rec.ID, *token)
+		ans, err := admin.call(ctx, http.MethodGet, base+"/erasures/"+rec.ID)
+		code, body := ans.Code, ans.Body
 		if err != nil {
-			fmt.Fprintf(stderr, "mf erase: cannot follow erasure %s: %v (it goes on in mf: GET %s/erasures/%s)\n", rec.ID, err, base, rec.ID)
+			fmt.Fprintf(stderr, "mf erase: cannot follow erasure %s: %v (it goes on in mf: GET %s%s/erasures/%s)\n", rec.ID, err, admin.base, base, rec.ID)
 			return 1
 		}
 		if code != http.StatusOK {

@@ -52,7 +52,7 @@ func evalMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch *engine {
 	case "native":
 		eval = func(dst, line []byte) ([]byte, error) {
-			return appendNativeCase(dst, line, *explain), nil
+			return evaluator.AppendCase(dst, line, *explain), nil
 		}
 	case "wasm":
 		cfg := wasm.DefaultConfig()
@@ -146,49 +146,4 @@ func readEvalLine(r *bufio.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
-}
-
-// appendNativeCase appends the result line of one case line, evaluated by
-// package evaluator; with explain, the line carries "explain": the
-// evaluator's explanation, or {"parseError": why} for a line that is not a
-// case. wasm/guest writes the same lines inside the WebAssembly module; the
-// tests of both engines hold them equal.
-func appendNativeCase(dst, line []byte, explain bool) []byte {
-	flag, facts, err := evaluator.ParseCase(line)
-	if err != nil {
-		dst = evaluator.AppendResult(dst, evaluator.ParseErrorResult())
-		if !explain {
-			return dst
-		}
-		dst = append(dst[:len(dst)-1], `,"explain":{"parseError":`...)
-		dst = appendEvalString(dst, err.Error())
-		return append(dst, "}}"...)
-	}
-	if !explain {
-		return evaluator.AppendResult(dst, flag.Evaluate(facts))
-	}
-	r, x := flag.Explain(facts)
-	dst = evaluator.AppendResult(dst, r)
-	dst = append(dst[:len(dst)-1], `,"explain":`...)
-	dst = x.AppendJSON(dst)
-	return append(dst, '}')
-}
-
-// appendEvalString appends s as a JSON string. It is used for parse error
-// messages, which are valid UTF-8: escaping quotes, backslashes and control
-// characters suffices.
-func appendEvalString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

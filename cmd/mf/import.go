@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +42,7 @@ func importMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	if *sf.adminURL != "" {
-		return importRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, *project, body, stdout, stderr)
+		return importRemote(ctx, newAdminClient(*sf.adminURL, *sf.adminToken), *project, body, stdout, stderr)
 	}
 	imp, err := api.ParseImport(bytes.NewReader(body))
 	if err != nil {
@@ -82,19 +81,16 @@ func printImported(w io.Writer, r api.ImportResult) {
 // importRemote sends the file to the admin API, showing on stderr how much
 // of it was sent (a bar on a terminal, a line every few seconds
 // otherwise), then the answer.
-func importRemote(ctx context.Context, base, token, project string, body []byte, stdout, stderr io.Writer) int {
+func importRemote(ctx context.Context, admin adminClient, project string, body []byte, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	sent := &countingReader{r: bytes.NewReader(body)}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/imports", sent)
+	req, err := admin.request(ctx, http.MethodPost, "/admin/v1/projects/"+url.PathEscape(project)+"/imports", sent)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf import: %v\n", err)
 		return 2
 	}
 	req.ContentLength = int64(len(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	pp := newProgressPrinter(stderr, "import", time.Now)
 	pp.noWrites = true
 	progress := func() replayProgress {
@@ -119,22 +115,17 @@ func importRemote(ctx context.Context, base, token, project string, body []byte,
 			}
 		}
 	}()
-	resp, err := http.DefaultClient.Do(req)
+	ans, err := admin.send(req)
 	close(stop)
 	<-shown
-	pp.done(progress(), err == nil && resp.StatusCode == http.StatusOK)
-	if err != nil {
+	pp.done(progress(), err == nil && ans.Code == http.StatusOK)
+	if err != nil && ans.Code == 0 {
 		fmt.Fprintf(stderr, "mf import: cannot reach the admin API: %v\n", err)
 		return 1
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(raw))
-		}
-		fmt.Fprintf(stderr, "mf import: %s: %s\n", resp.Status, e.Error)
+	raw := ans.Body
+	if ans.Code != http.StatusOK {
+		fmt.Fprintf(stderr, "mf import: %s: %s\n", ans.Status, adminError(raw))
 		return 1
 	}
 	var r api.ImportResult

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mfhq/mf/storage/catalog"
@@ -41,7 +40,7 @@ func provisionMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	if *sf.adminURL != "" {
-		return provisionRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, body, stdout, stderr)
+		return provisionRemote(ctx, newAdminClient(*sf.adminURL, *sf.adminToken), body, stdout, stderr)
 	}
 	o, err := openOffline(ctx, sf, true, newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr))
 	if err != nil {
@@ -76,35 +75,31 @@ func printApplied(w io.Writer, version uint64, changes []string) {
 	}
 }
 
-func provisionRemote(ctx context.Context, base, token string, body []byte, stdout, stderr io.Writer) int {
+func provisionRemote(ctx context.Context, admin adminClient, body []byte, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/admin/v1/provision", bytes.NewReader(body))
+	req, err := admin.request(ctx, http.MethodPut, "/admin/v1/provision", bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "mf provision: %v\n", err)
 		return 2
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	ans, err := admin.send(req)
+	if err != nil && ans.Code == 0 {
 		fmt.Fprintf(stderr, "mf provision: cannot reach the admin API: %v\n", err)
 		return 1
 	}
-	defer resp.Body.Close()
 	var out struct {
 		Version uint64
 		Changes []string
 		Error   string
 		Faults  []catalog.Fault
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		fmt.Fprintf(stderr, "mf provision: the admin API answered %s without a readable body\n", resp.Status)
+	if err := json.Unmarshal(ans.Body, &out); err != nil {
+		fmt.Fprintf(stderr, "mf provision: the admin API answered %s without a readable body\n", ans.Status)
 		return 1
 	}
-	if resp.StatusCode != http.StatusOK {
+	if ans.Code != http.StatusOK {
 		fmt.Fprintf(stderr, "mf provision: %s\n", out.Error)
 		return 1
 	}

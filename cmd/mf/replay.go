@@ -137,7 +137,7 @@ func replayMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if *sf.adminURL != "" {
-		return replayRemote(ctx, strings.TrimRight(*sf.adminURL, "/"), *sf.adminToken, *project, *from, *source, stdout, stderr)
+		return replayRemote(ctx, newAdminClient(*sf.adminURL, *sf.adminToken), *project, *from, *source, stdout, stderr)
 	}
 	logger := newLogger(config{LogLevel: "warn", LogFormat: "text"}, stderr)
 	o, err := openOffline(ctx, sf, false, logger)
@@ -177,20 +177,21 @@ func printReplay(w io.Writer, r replayReport) {
 // a replay job and follows its progress until it ends, so that no request
 // stays open for the length of the replay. An mf without replay jobs gets
 // the single request of before.
-func replayRemote(ctx context.Context, base, token, project, from, source string, stdout, stderr io.Writer) int {
+func replayRemote(ctx context.Context, admin adminClient, project, from, source string, stdout, stderr io.Writer) int {
 	q := url.Values{}
 	if from != "" {
 		q.Set("from", from)
 	}
 	q.Set("source", source)
-	jobs := base + "/admin/v1/projects/" + url.PathEscape(project) + "/replays"
-	code, body, err := adminCall(ctx, http.MethodPost, jobs+"?"+q.Encode(), token)
+	jobs := "/admin/v1/projects/" + url.PathEscape(project) + "/replays"
+	ans, err := admin.call(ctx, http.MethodPost, jobs+"?"+q.Encode())
+	code, body := ans.Code, ans.Body
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: cannot reach the admin API: %v\n", err)
 		return 1
 	}
 	if code == http.StatusNotFound && strings.Contains(string(body), "no such admin endpoint") {
-		return replayRemoteOnce(ctx, base, token, project, q, stdout, stderr)
+		return replayRemoteOnce(ctx, admin, project, q, stdout, stderr)
 	}
 	if code != http.StatusAccepted {
 		fmt.Fprintf(stderr, "mf replay: %d %s: %s\n", code, http.StatusText(code), adminError(body))
@@ -201,7 +202,7 @@ func replayRemote(ctx context.Context, base, token, project, from, source string
 		fmt.Fprintf(stderr, "mf replay: the admin API answered an unreadable job: %s\n", body)
 		return 1
 	}
-	fmt.Fprintf(stderr, "replay job %s started on %s\n", job.ID, base)
+	fmt.Fprintf(stderr, "replay job %s started on %s\n", job.ID, admin.base)
 	pp := newProgressPrinter(stderr, "replay", time.Now)
 	var last replayProgress
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -209,13 +210,14 @@ func replayRemote(ctx context.Context, base, token, project, from, source string
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(stderr, "\nmf replay: stopped following; the replay goes on in mf (GET %s/%s)\n", jobs, job.ID)
+			fmt.Fprintf(stderr, "\nmf replay: stopped following; the replay goes on in mf (GET %s%s/%s)\n", admin.base, jobs, job.ID)
 			return 1
 		case <-tick.C:
 		}
-		code, body, err := adminCall(ctx, http.MethodGet, jobs+"/"+job.ID, token)
+		ans, err := admin.call(ctx, http.MethodGet, jobs+"/"+job.ID)
+		code, body := ans.Code, ans.Body
 		if err != nil {
-			fmt.Fprintf(stderr, "\nmf replay: cannot reach the admin API: %v (the replay goes on in mf: GET %s/%s)\n", err, jobs, job.ID)
+			fmt.Fprintf(stderr, "\nmf replay: cannot reach the admin API: %v (the replay goes on in mf: GET %s%s/%s)\n", err, admin.base, jobs, job.ID)
 			return 1
 		}
 		if code != http.StatusOK {
@@ -254,61 +256,24 @@ func replayRemote(ctx context.Context, base, token, project, from, source string
 	}
 }
 
-// adminCall sends one admin API request and returns its status and body.
-func adminCall(ctx context.Context, method, u, token string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
-}
-
-// adminError is the message of an admin API error body.
-func adminError(body []byte) string {
-	var e struct{ Error string }
-	if json.Unmarshal(body, &e) != nil || e.Error == "" {
-		return strings.TrimSpace(string(body))
-	}
-	return e.Error
-}
-
 // replayRemoteOnce is the replay of an mf without replay jobs: one request
 // that answers when the replay is done.
-func replayRemoteOnce(ctx context.Context, base, token, project string, q url.Values, stdout, stderr io.Writer) int {
+func replayRemoteOnce(ctx context.Context, admin adminClient, project string, q url.Values, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/v1/projects/"+url.PathEscape(project)+"/replay?"+q.Encode(), nil)
+	req, err := admin.request(ctx, http.MethodPost, "/admin/v1/projects/"+url.PathEscape(project)+"/replay?"+q.Encode(), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mf replay: %v\n", err)
 		return 2
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	ans, err := admin.send(req)
+	if err != nil && ans.Code == 0 {
 		fmt.Fprintf(stderr, "mf replay: cannot reach the admin API: %v\n", err)
 		return 1
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(body, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(body))
-		}
-		fmt.Fprintf(stderr, "mf replay: %s: %s\n", resp.Status, e.Error)
+	body := ans.Body
+	if ans.Code != http.StatusOK {
+		fmt.Fprintf(stderr, "mf replay: %s: %s\n", ans.Status, adminError(body))
 		return 1
 	}
 	var r replayReport

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mfhq/mf/storage/records"
 )
 
 // Event is one analytics event (specification, "Event").
@@ -173,7 +174,7 @@ func (c *Client) SendBatch(ctx context.Context, events []Event, idempotencyKey s
 	if len(events) == 0 || len(events) > 1000 {
 		return Receipt{}, fmt.Errorf("mf client: a batch holds 1 to 1000 events, not %d", len(events))
 	}
-	id := newBatchID()
+	id := records.NewUUIDv4().String()
 	if idempotencyKey != "" {
 		id = DerivedBatchID(idempotencyKey)
 	}
@@ -297,21 +298,9 @@ func retryAfter(h string, now time.Time) time.Duration {
 // (SendBatch draws a random id for an empty key).
 func DerivedBatchID(key string) string {
 	sum := sha256.Sum256([]byte("svc:batch:" + key))
-	b := sum[:16]
-	b[6] = b[6]&0x0f | 0x80
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(b)
-}
-
-// newBatchID is a random (version 4) UUID.
-func newBatchID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(b[:])
-}
-
-func formatUUID(b []byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	var u records.UUID
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x80
+	u[8] = u[8]&0x3f | 0x80
+	return u.String()
 }

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	rec "github.com/mfhq/mf/storage/records" // the package has a function named records (tests)
 )
 
 // Publisher appends messages to a log topic; Publish returns once the log
@@ -469,11 +470,5 @@ func (c *Catalog) transact(ctx context.Context, base *uint64, changes []change) 
 	}
 }
 
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+// newUUID returns a random (version 4) UUID (storage/records.NewUUIDv4).
+func newUUID() string { return rec.NewUUIDv4().String() }

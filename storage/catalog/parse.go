@@ -84,7 +84,8 @@ type File struct {
 	paths map[string]string
 }
 
-// Entity references: one namespace per kind, used for paths and uniqueness.
+// refOrg and the ref functions after it name entity references: one
+// namespace per kind, used for paths and uniqueness.
 func refOrg(id string) string            { return "organization " + id }
 func refUser(id string) string           { return "user " + id }
 func refAPIKey(hash string) string       { return "apikey " + hash }

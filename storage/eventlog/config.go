@@ -29,7 +29,8 @@ const (
 	// TopicBatches carries accepted ingest batches, one message per batch,
 	// published with the batch id as dedupe id. Ingest publishes to
 	// "batches.<project id>"; the stream is partitioned by project, and
-	// each processor reads the partitions it holds.
+	// each processor reads the partitions it holds. NewBatchMessage builds
+	// the message (BatchSubject, BatchDedupeID).
 	TopicBatches = "batches"
 	// TopicCatalog carries catalog change events. Kept forever; every
 	// process reads all of it from the start (SubscriberConfig.Group "").

@@ -1,6 +1,9 @@
 package records
 
-import "fmt"
+import (
+	"crypto/rand"
+	"fmt"
+)
 
 // UUID is a 16-byte UUID of any version. Its zero value is the nil UUID.
 type UUID [16]byte
@@ -40,6 +43,16 @@ func unhex(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// NewUUIDv4 returns a random (version 4) UUID: the one generator of batch
+// ids (the Go client) and catalog transaction ids.
+func NewUUIDv4() UUID {
+	var u UUID
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand, Go 1.24+)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
 }
 
 // IsZero reports whether u is the nil UUID.

@@ -89,7 +89,7 @@ func mfInput(size uint32) uint32 {
 //
 //go:wasmexport mf_eval_case
 func mfEvalCase(n uint32) uint64 {
-	output = appendCase(output[:0], inputBytes(n), false)
+	output = evaluator.AppendCase(output[:0], inputBytes(n), false)
 	letRuntimeRun()
 	return pack(output)
 }
@@ -99,33 +99,9 @@ func mfEvalCase(n uint32) uint64 {
 //
 //go:wasmexport mf_explain_case
 func mfExplainCase(n uint32) uint64 {
-	output = appendCase(output[:0], inputBytes(n), true)
+	output = evaluator.AppendCase(output[:0], inputBytes(n), true)
 	letRuntimeRun()
 	return pack(output)
-}
-
-// appendCase appends the result line of a case line; with explain, the line
-// carries "explain": the evaluator's explanation, or for a line that is not
-// a case {"parseError": why}. cmd/mf/eval.go writes the same natively.
-func appendCase(dst, line []byte, explain bool) []byte {
-	flag, facts, err := evaluator.ParseCase(line)
-	if err != nil {
-		dst = evaluator.AppendResult(dst, evaluator.ParseErrorResult())
-		if !explain {
-			return dst
-		}
-		dst = append(dst[:len(dst)-1], `,"explain":{"parseError":`...)
-		dst = appendJSONString(dst, err.Error())
-		return append(dst, "}}"...)
-	}
-	if !explain {
-		return evaluator.AppendResult(dst, flag.Evaluate(facts))
-	}
-	r, x := flag.Explain(facts)
-	dst = evaluator.AppendResult(dst, r)
-	dst = append(dst[:len(dst)-1], `,"explain":`...)
-	dst = x.AppendJSON(dst)
-	return append(dst, '}')
 }
 
 func inputBytes(n uint32) []byte {
@@ -285,23 +261,4 @@ func pack(b []byte) uint64 {
 		return 0
 	}
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
-}
-
-// appendJSONString appends s as a JSON string. It is used for parse error
-// messages, which are valid UTF-8: escaping quotes, backslashes and control
-// characters suffices. cmd/mf/eval.go has the same function.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

@@ -46,7 +46,7 @@ func (g *gen) add(name string, flag, facts any) {
 	g.line(name, enc(O{{"flag", flag}, {"facts", facts}}))
 }
 
-// flag returns a flag with the usual top-level fields and the given rules.
+// newFlag returns a flag with the usual top-level fields and the given rules.
 func newFlag(rules ...any) M {
 	return M{"s": seed, "t": "m", "u": "b", "d": "off", "r": L(rules), "p": M{"on": M{"c": 1}, "a": 1}}
 }

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfhq/mf/processor"
+	"github.com/mfhq/mf/rollups/tables"
 )
 
 // duckInput is what bench.mjs reads.
@@ -40,7 +40,7 @@ type duckInput struct {
 func tableKeys(names []string) map[string][]string {
 	out := map[string][]string{}
 	for _, n := range names {
-		if t := processor.Tables()[n]; t != nil && len(t.Key) > 0 {
+		if t := tables.All()[n]; t != nil && len(t.Key) > 0 {
 			out[n] = t.Key
 		}
 	}

@@ -2,7 +2,7 @@
 // processor's Parquet files, timing each (warm-up calls, then N timed
 // ones, in this process) and printing, as one JSON object, the times in
 // milliseconds and the last answer of each. Run by the bench tool
-// (api/internal/reportbench, docs/bench-report.md):
+// (internal/bench/report, docs/bench-report.md):
 //
 //   node bench.mjs INPUT.json
 //

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
 	"github.com/mfhq/mf/processor"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/storage"
@@ -149,21 +147,14 @@ func (e *env) close() {
 // record as payload, its receipt and project as metadata, deduplicated by
 // project and batch id. It returns the batch's log position.
 func publish(ctx context.Context, pub *eventlog.Publisher, b *records.Batch) (uint64, error) {
-	payload, err := records.Encode(b)
+	msg, err := eventlog.NewBatchMessage(b)
 	if err != nil {
-		return 0, fmt.Errorf("cannot encode batch %s: %w", b.ID, err)
+		return 0, err
 	}
-	receipt, err := json.Marshal(b.Receipt)
-	if err != nil {
-		return 0, fmt.Errorf("cannot encode the receipt of batch %s: %w", b.ID, err)
-	}
-	msg := message.NewMessage(b.ID.String(), payload)
-	msg.Metadata.Set("receipt", string(receipt))
-	msg.Metadata.Set("project", b.Project)
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	msg.SetContext(pctx)
-	r, err := pub.PublishOnce(pctx, eventlog.TopicBatches, b.Project+":"+b.ID.String(), msg)
+	r, err := pub.PublishOnce(pctx, eventlog.TopicBatches, eventlog.BatchDedupeID(b.Project, b.ID), msg)
 	if err != nil {
 		return 0, fmt.Errorf("cannot publish batch %s: %w", b.ID, err)
 	}

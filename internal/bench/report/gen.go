@@ -275,7 +275,7 @@ func shapeTime(r *rand.Rand, t, start int64, loc *time.Location) int64 {
 // Visits is the number of scheduled visits.
 func (g *Generator) Visits() int { return len(g.visits) }
 
-// pending is a batch waiting for its receipt time.
+// pendingHeap holds the batches waiting for their receipt time.
 type pendingHeap []*records.Batch
 
 func (h pendingHeap) Len() int { return len(h) }

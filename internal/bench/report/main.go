@@ -1,4 +1,4 @@
-// Command reportbench is issue 7's reporting benchmark (`go tool task
+// Command report is the reporting benchmark (`go tool task
 // bench:report`): it generates a shop's 90 days of traffic (10 million
 // events, 1 million people, fixed seed), publishes it to an embedded log as
 // ingest does, provisions the catalog, builds the tables with the real
@@ -118,7 +118,7 @@ func defaultDuckDir() string {
 			return d
 		}
 	}
-	return filepath.Join("api", "internal", "reportbench", "duckdb")
+	return filepath.Join("internal", "bench", "report", "duckdb")
 }
 
 // window30d is the period=30d window at now in loc: from local midnight 29

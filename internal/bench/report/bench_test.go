@@ -10,7 +10,7 @@ import (
 // BenchmarkGenerate measures the generator alone (no log): batches of the
 // small dataset made and encoded as they would be published.
 //
-//	go test ./api/internal/reportbench -run '^$' -bench Generate
+//	go test ./internal/bench/report -run '^$' -bench Generate
 func BenchmarkGenerate(b *testing.B) {
 	loc, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {

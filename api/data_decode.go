@@ -1,0 +1,180 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/mfhq/mf/rollups/tables"
+)
+
+// Decoding the rows of the processor's tables (rollups/tables) from
+// scanned records.
+
+var eventColumns = []string{tables.ColUnit, tables.ColTime, tables.ColID, tables.ColName, tables.ColSource,
+	tables.ColConsented, tables.ColServer, tables.ColOrigin, tables.ColPath, tables.ColQuery, tables.ColTitle,
+	tables.ColReferrer, tables.ColUserID, tables.ColSessionID, tables.ColProperties, tables.ColRevenue,
+	tables.ColCurrency, tables.ColCountry, tables.ColRegion, tables.ColDevice, tables.ColBrowser, tables.ColOS,
+	tables.ColLocale, tables.ColActions, tables.ColValue, tables.ColValueCurrency, tables.ColPurchase,
+	tables.ColVisit, tables.ColChannel}
+
+func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int64) ([]eventRow, error) {
+	c, err := tables.ColumnsOf(rec, eventColumns)
+	if err != nil {
+		return rows, err
+	}
+	times := c[1].(*array.Timestamp)
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		t := int64(times.Value(i))
+		if t < lo || t >= hi {
+			continue
+		}
+		e := eventRow{
+			Unit: tables.RefAt(c[0], i), Time: t, ID: tables.RefAt(c[2], i), Name: tables.StrAt(c[3], i), Source: tables.StrAt(c[4], i),
+			Consented: tables.BoolAt(c[5], i), Server: tables.BoolAt(c[6], i), Origin: tables.StrAt(c[7], i), Path: tables.StrAt(c[8], i),
+			Query: tables.StrAt(c[9], i), Title: tables.StrAt(c[10], i), Referrer: tables.StrAt(c[11], i), UserID: tables.StrAt(c[12], i),
+			SessionID: tables.RefAt(c[13], i), Properties: tables.StrAt(c[14], i), Revenue: tables.StrAt(c[15], i),
+			Currency: tables.StrAt(c[16], i), Country: tables.StrAt(c[17], i), Region: tables.StrAt(c[18], i), Device: tables.StrAt(c[19], i),
+			Browser: tables.StrAt(c[20], i), OS: tables.StrAt(c[21], i), Locale: tables.StrAt(c[22], i), Actions: tables.StrAt(c[23], i),
+			ValueCurrency: tables.StrAt(c[25], i), Purchase: tables.BoolAt(c[26], i), Visit: tables.RefAt(c[27], i),
+			Channel: tables.StrAt(c[28], i), Person: noPerson,
+		}
+		e.Value, e.HasValue = tables.Int64At(c[24], i)
+		if e.Channel != "" && e.Visit == (ref{}) {
+			e.Visit = e.SessionID
+		}
+		if e.Consented {
+			switch {
+			case e.UserID != "":
+				if p, ok := d.Person(UserRef(d.Project.ID, e.UserID)); ok {
+					e.Person = p
+				}
+			default:
+				e.Person = d.personOf(e.Unit)
+			}
+		}
+		rows = append(rows, e)
+	}
+	return rows, nil
+}
+
+// Columns read per table, in the order the decoders index them.
+var (
+	peopleColumns = []string{tables.ColRef, tables.ColUserID, tables.ColKnown, tables.ColName,
+		tables.ColEmail, tables.ColStage, tables.ColFirstSeen, tables.ColLastSeen, tables.ColVisits,
+		tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColOrders, tables.ColRevenue,
+		tables.ColValue, tables.ColFTChannel, tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign,
+		tables.ColFTLanding, tables.ColFTAdPlatform, tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium,
+		tables.ColLTCampaign, tables.ColLTLanding, tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion,
+		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColLastPath, tables.ColTraits,
+		tables.ColBrowsers, tables.ColSharedBrowser, tables.ColFirstPurchase, tables.ColIntent}
+	identityColumns = []string{tables.ColUnit, tables.ColPerson}
+	visitColumns    = []string{tables.ColUnit, tables.ColStart, tables.ColID, tables.ColEnd, tables.ColPerson,
+		tables.ColSession, tables.ColEvents, tables.ColPageviews, tables.ColConsented, tables.ColChannel,
+		tables.ColSource, tables.ColMedium, tables.ColCampaign, tables.ColTerm, tables.ColContent,
+		tables.ColAdPlatform, tables.ColClickID, tables.ColReferrerHost, tables.ColReferrerName,
+		tables.ColLandingHost, tables.ColLandingPath, tables.ColExitPath, tables.ColCountry, tables.ColRegion,
+		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColSourceID}
+	conversionColumns = []string{tables.ColAction, tables.ColTime, tables.ColEventID, tables.ColRole,
+		tables.ColOwner, tables.ColUnit, tables.ColVisit, tables.ColValue, tables.ColCurrency, tables.ColConsented}
+)
+
+func decodePeople(pc *partCache, rec arrow.Record) error {
+	c, err := tables.ColumnsOf(rec, peopleColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		p := personRow{
+			Ref: tables.RefAt(c[0], i), UserID: tables.StrAt(c[1], i), Known: tables.BoolAt(c[2], i),
+			Name: tables.StrAt(c[3], i), HasName: !c[3].IsNull(i), Email: tables.StrAt(c[4], i), HasEmail: !c[4].IsNull(i),
+			Stage: tables.StrAt(c[5], i), FirstSeen: tables.TimeAt(c[6], i), LastSeen: tables.TimeAt(c[7], i),
+			FirstTouch: touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)},
+			LastTouch:  touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)},
+			Country:    tables.StrAt(c[27], i), Region: tables.StrAt(c[28], i), Device: tables.StrAt(c[29], i), Browser: tables.StrAt(c[30], i),
+			OS: tables.StrAt(c[31], i), Locale: tables.StrAt(c[32], i), LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
+			SharedBrowser: tables.BoolAt(c[36], i), FirstPurchase: tables.TimeAt(c[37], i), Intent: tables.BoolAt(c[38], i),
+		}
+		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
+		p.Visits, _ = tables.Int64At(c[8], i)
+		p.ActiveDays, _ = tables.Int64At(c[9], i)
+		p.Events, _ = tables.Int64At(c[10], i)
+		p.Pageviews, _ = tables.Int64At(c[11], i)
+		p.Orders, _ = tables.Int64At(c[12], i)
+		p.Value, _ = tables.Int64At(c[14], i)
+		p.Browsers, _ = tables.Int64At(c[35], i)
+		if s := tables.StrAt(c[13], i); s != "" {
+			if err := json.Unmarshal([]byte(s), &p.Revenue); err != nil {
+				return fmt.Errorf("cannot read the revenue of person %x: %w", p.Ref, err)
+			}
+		}
+		if p.Revenue == nil {
+			p.Revenue = []Money{}
+		}
+		pc.people = append(pc.people, p)
+	}
+	return nil
+}
+
+func decodeIdentities(pc *partCache, rec arrow.Record) error {
+	c, err := tables.ColumnsOf(rec, identityColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		pc.units = append(pc.units, tables.RefAt(c[0], i))
+		pc.owners = append(pc.owners, tables.RefAt(c[1], i))
+	}
+	return nil
+}
+
+func decodeVisits(pc *partCache, rec arrow.Record) error {
+	c, err := tables.ColumnsOf(rec, visitColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		v := visitRow{
+			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
+			PersonRef: tables.RefAt(c[4], i), Session: tables.BoolAt(c[5], i), Events: tables.Int32At(c[6], i), Pageviews: tables.Int32At(c[7], i),
+			Consented: tables.BoolAt(c[8], i), Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
+			Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
+			ClickID: tables.StrAt(c[16], i), ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i),
+			LandingHost: tables.StrAt(c[19], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i),
+			Country: tables.StrAt(c[22], i), Region: tables.StrAt(c[23], i), Device: tables.StrAt(c[24], i), Browser: tables.StrAt(c[25], i),
+			OS: tables.StrAt(c[26], i), Locale: tables.StrAt(c[27], i), SourceID: tables.StrAt(c[28], i), Person: noPerson,
+		}
+		if v.PersonRef == (ref{}) {
+			v.PersonRef = v.Unit
+		}
+		pc.visits = append(pc.visits, v)
+	}
+	return nil
+}
+
+func decodeConversions(pc *partCache, rec arrow.Record) error {
+	c, err := tables.ColumnsOf(rec, conversionColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		cv := conversionRow{
+			Action: tables.StrAt(c[0], i), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: tables.StrAt(c[3], i),
+			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: tables.StrAt(c[8], i),
+			Consented: tables.BoolAt(c[9], i), Person: noPerson,
+		}
+		cv.Value, cv.HasValue = tables.Int64At(c[7], i)
+		if cv.Owner == (ref{}) {
+			cv.Owner = cv.Unit
+		}
+		pc.convs = append(pc.convs, cv)
+	}
+	return nil
+}
