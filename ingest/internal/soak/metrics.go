@@ -17,6 +17,10 @@ type Scrape struct {
 	LagSeconds  float64 // mf_processor_lag_seconds
 	Committed   int64   // mf_processor_events_total
 	Heap        int64   // go_memstats_heap_inuse_bytes
+	// Partitions is mf_processor_partitions_held: a processor that lost
+	// leases (a starved process misses renewals) reports lag only for the
+	// partitions it holds, 0 when it holds none.
+	Partitions int64
 }
 
 // scrapeMetrics reads GET base/metrics (the admin listener, loopback: no
@@ -54,8 +58,12 @@ func pickMetrics(fams map[string]*dto.MetricFamily) (Scrape, error) {
 	if !ok1 || !ok2 || !ok3 {
 		return s, fmt.Errorf("mf's metrics lack the processor's lag or events (is a processor running?)")
 	}
+	parts, ok4 := value(fams, "mf_processor_partitions_held")
+	if !ok4 {
+		return s, fmt.Errorf("mf's metrics lack mf_processor_partitions_held")
+	}
 	heap, _ := value(fams, "go_memstats_heap_inuse_bytes")
-	s.LagMessages, s.LagSeconds, s.Committed, s.Heap = int64(lagM), lagS, int64(committed), int64(heap)
+	s.LagMessages, s.LagSeconds, s.Committed, s.Heap, s.Partitions = int64(lagM), lagS, int64(committed), int64(heap), int64(parts)
 	return s, nil
 }
 

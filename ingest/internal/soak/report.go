@@ -10,8 +10,8 @@ import (
 // The table: one line per sample.
 
 func header() string {
-	return fmt.Sprintf("%-6s %8s %12s %8s %8s %8s %8s %8s %8s %9s %7s %12s %9s %7s",
-		"phase", "elapsed", "accepted", "ev/s", "rss MiB", "peak", "heap", "p50 ms", "p99 ms", "lag msgs", "lag s", "committed", "behind", "errors")
+	return fmt.Sprintf("%-6s %8s %12s %8s %8s %8s %8s %8s %8s %9s %7s %5s %12s %10s %7s",
+		"phase", "elapsed", "accepted", "ev/s", "rss MiB", "peak", "heap", "p50 ms", "p99 ms", "lag msgs", "lag s", "parts", "committed", "behind", "errors")
 }
 
 func (s Sample) line() string {
@@ -19,18 +19,18 @@ func (s Sample) line() string {
 	if s.Drain {
 		phase = "drain"
 	}
-	lagM, lagS, committed, heap := "-", "-", "-", "-"
+	lagM, lagS, parts, committed, heap := "-", "-", "-", "-", "-"
 	if s.Scraped {
 		lagM, lagS = thousands(s.LagMessages), strconv.FormatFloat(s.LagSeconds, 'f', 1, 64)
-		committed, heap = thousands(s.Committed), strconv.FormatInt(s.Heap>>20, 10)
+		parts, committed, heap = strconv.FormatInt(s.Partitions, 10), thousands(s.Committed), strconv.FormatInt(s.Heap>>20, 10)
 	}
-	return fmt.Sprintf("%-6s %8s %12s %8s %8d %8d %8s %8s %8s %9s %7s %12s %9s %7d",
+	return fmt.Sprintf("%-6s %8s %12s %8s %8d %8d %8s %8s %8s %9s %7s %5s %12s %10s %7d",
 		phase, s.Elapsed, thousands(s.Accepted), thousands(int64(s.Rate)), s.RSS>>20, s.PeakRSS>>20, heap,
-		ms(s.P50), ms(s.P99), lagM, lagS, committed, thousands(s.Missed), s.Errors)
+		ms(s.P50), ms(s.P99), lagM, lagS, parts, committed, thousands(s.Missed), s.Errors)
 }
 
 // writeSummary writes the end of the report.
-func writeSummary(out io.Writer, cfg Config, s Summary, l *Load, drain time.Duration, last Sample, afterCheck int64) {
+func writeSummary(out io.Writer, cfg Config, s Summary, l *Load, drain time.Duration, drained bool, last Sample, afterCheck int64) {
 	l.mu.Lock()
 	total := l.total
 	firstFail := l.firstFail
@@ -52,8 +52,12 @@ func writeSummary(out io.Writer, cfg Config, s Summary, l *Load, drain time.Dura
 	fmt.Fprintf(out, "  RSS: %s at the warm-up's end (%v), %s at the end (%v), growth after the warm-up %+.1f MiB/min; peak %s (target under 2 GiB: %s; flat: %s)\n",
 		mib(s.WarmRSS), s.WarmAt, mib(s.EndRSS), s.EndAt, s.Slope/(1<<20), mib(s.PeakRSS),
 		verdict(s.PeakRSS < 2<<30), verdict(s.Flat(flatTolerance)))
-	fmt.Fprintf(out, "  processor lag: max %.1f s, %s batches during the load; caught up %v after it (committed %s events); RSS %s after the reporting check\n",
-		s.MaxLagSeconds, thousands(s.MaxLagMessages), drain.Round(time.Second), thousands(last.Committed), mib(afterCheck))
+	caught := "caught up"
+	if !drained {
+		caught = "not caught up"
+	}
+	fmt.Fprintf(out, "  processor lag: max %.1f s, %s batches during the load; %s %v after it (committed %s events); RSS %s after the reporting check\n",
+		s.MaxLagSeconds, thousands(s.MaxLagMessages), caught, drain.Round(time.Second), thousands(last.Committed), mib(afterCheck))
 }
 
 // flatTolerance: RSS is flat when what it grows after the warm-up (by its

@@ -95,6 +95,7 @@ func soak(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 	var prevAccepted int64
 	prevAt := start
 	var aborted string
+	var caughtUp drainState
 	take := func(drain bool) Sample {
 		now := time.Now()
 		h := load.takeInterval()
@@ -107,7 +108,8 @@ func soak(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		}
 		prevAccepted, prevAt = acc, now
 		if m, err := scrapeMetrics(ctx, metricsClient, mf.Admin); err == nil {
-			s.Scraped, s.LagMessages, s.LagSeconds, s.Committed, s.Heap = true, m.LagMessages, m.LagSeconds, m.Committed, m.Heap
+			s.Scraped, s.LagMessages, s.LagSeconds, s.Committed, s.Heap, s.Partitions = true, m.LagMessages, m.LagSeconds, m.Committed, m.Heap, m.Partitions
+			caughtUp.observe(m)
 		}
 		samples = append(samples, s)
 		fmt.Fprintln(out, s.line())
@@ -143,20 +145,22 @@ loading:
 	tick.Stop()
 	take(false)
 
-	// The drain: until the processor's lag is 0 (polled once a second), a
-	// line per sample.
+	// The drain: until the processor has caught up (polled once a
+	// second), a line per sample.
 	drainStart := time.Now()
-	var lastLine time.Time = drainStart
-	drained := false
-	for !drained {
-		m, err := scrapeMetrics(ctx, metricsClient, mf.Admin)
-		if err == nil && m.LagMessages == 0 {
-			drained = true
+	lastLine := drainStart
+	var notDrained error
+	for caught := false; !caught; {
+		if m, err := scrapeMetrics(ctx, metricsClient, mf.Admin); err == nil {
+			caught = caughtUp.observe(m)
+		}
+		if caught {
 			break
 		}
 		if time.Since(drainStart) > cfg.Drain {
-			take(true)
-			return fmt.Errorf("the processor did not catch up within -drain %v after the load", cfg.Drain)
+			notDrained = fmt.Errorf("the processor did not catch up within -drain %v after the load", cfg.Drain)
+			fmt.Fprintln(out, notDrained)
+			break
 		}
 		if time.Since(lastLine) >= cfg.Sample {
 			take(true)
@@ -180,14 +184,19 @@ loading:
 	afterCheck := rss.Load()
 
 	sum := Summarize(samples, cfg.warmup())
-	writeSummary(out, cfg, sum, load, drainTook, last, afterCheck)
+	writeSummary(out, cfg, sum, load, drainTook, notDrained == nil, last, afterCheck)
+	if err == nil {
+		fmt.Fprintf(out, "reporting API: %s events (%s pageviews) over the run's days; accepted %s\n",
+			thousands(got.Total()), thousands(got[0]), thousands(sent.Total()+partial))
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "reporting API: %s events (%s pageviews) over the run's days; accepted %s\n",
-		thousands(got.Total()), thousands(got[0]), thousands(sent.Total()+partial))
 	if aborted != "" {
 		return errors.New(aborted)
+	}
+	if notDrained != nil {
+		return notDrained
 	}
 	if diff != "" {
 		return fmt.Errorf("not every accepted event is counted: %s", diff)

@@ -27,12 +27,14 @@ type Sample struct {
 	P50, P99 time.Duration
 	// From mf's /metrics (Scraped false when the scrape failed): the
 	// processor's lag in batches and in seconds, the events it has
-	// committed, and the Go heap in use (bytes).
+	// committed, the Go heap in use (bytes) and the partitions of the log
+	// the processor holds (the lag counts those only).
 	Scraped     bool
 	LagMessages int64
 	LagSeconds  float64
 	Committed   int64
 	Heap        int64
+	Partitions  int64
 }
 
 // Summary is what a soak run comes to.
