@@ -109,7 +109,7 @@ func soak(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		prevAccepted, prevAt = acc, now
 		if m, err := scrapeMetrics(ctx, metricsClient, mf.Admin); err == nil {
 			s.Scraped, s.LagMessages, s.LagSeconds, s.Committed, s.Heap, s.Partitions = true, m.LagMessages, m.LagSeconds, m.Committed, m.Heap, m.Partitions
-			caughtUp.observe(m)
+			caughtUp.observe(m, acc)
 		}
 		samples = append(samples, s)
 		fmt.Fprintln(out, s.line())
@@ -152,7 +152,7 @@ loading:
 	var notDrained error
 	for caught := false; !caught; {
 		if m, err := scrapeMetrics(ctx, metricsClient, mf.Admin); err == nil {
-			caught = caughtUp.observe(m)
+			caught = caughtUp.observe(m, load.accepted.Load())
 		}
 		if caught {
 			break
