@@ -25,7 +25,7 @@ func (s Sample) line() string {
 		parts, committed, heap = strconv.FormatInt(s.Partitions, 10), thousands(s.Committed), strconv.FormatInt(s.Heap>>20, 10)
 	}
 	return fmt.Sprintf("%-6s %8s %12s %8s %8d %8d %8s %8s %8s %9s %7s %5s %12s %10s %7d",
-		phase, s.Elapsed, thousands(s.Accepted), thousands(int64(s.Rate)), s.RSS>>20, s.PeakRSS>>20, heap,
+		phase, s.Elapsed.Round(time.Second), thousands(s.Accepted), thousands(int64(s.Rate)), s.RSS>>20, s.PeakRSS>>20, heap,
 		ms(s.P50), ms(s.P99), lagM, lagS, parts, committed, thousands(s.Missed), s.Errors)
 }
 
@@ -36,7 +36,7 @@ func writeSummary(out io.Writer, cfg Config, s Summary, l *Load, drain time.Dura
 	firstFail := l.firstFail
 	l.mu.Unlock()
 	fmt.Fprintln(out, "summary:")
-	fmt.Fprintf(out, "  load: %s events accepted in %v, %s events/s (target %s)", thousands(s.Accepted), s.EndAt,
+	fmt.Fprintf(out, "  load: %s events accepted in %v, %s events/s (target %s)", thousands(s.Accepted), s.EndAt.Round(100*time.Millisecond),
 		thousands(int64(s.Rate)), thousands(int64(cfg.Rate)))
 	if s.Missed > 0 {
 		fmt.Fprintf(out, "; could not keep the rate: %s events (%.1f%%) not sent in time", thousands(s.Missed),
@@ -50,7 +50,7 @@ func writeSummary(out io.Writer, cfg Config, s Summary, l *Load, drain time.Dura
 	fmt.Fprintf(out, "  ingest latency: p50 %s ms, p99 %s ms, max %s ms over %s requests\n",
 		ms(total.Quantile(0.5)), ms(total.Quantile(0.99)), ms(total.Max()), thousands(total.Count()))
 	fmt.Fprintf(out, "  RSS: %s at the warm-up's end (%v), %s at the end (%v), growth after the warm-up %+.1f MiB/min; peak %s (target under 2 GiB: %s; flat: %s)\n",
-		mib(s.WarmRSS), s.WarmAt, mib(s.EndRSS), s.EndAt, s.Slope/(1<<20), mib(s.PeakRSS),
+		mib(s.WarmRSS), s.WarmAt.Round(time.Second), mib(s.EndRSS), s.EndAt.Round(time.Second), s.Slope/(1<<20), mib(s.PeakRSS),
 		verdict(s.PeakRSS < 2<<30), verdict(s.Flat(flatTolerance)))
 	caught := "caught up"
 	if !drained {

@@ -100,7 +100,7 @@ func soak(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		now := time.Now()
 		h := load.takeInterval()
 		acc := load.accepted.Load()
-		s := Sample{Elapsed: now.Sub(start).Round(time.Second), Drain: drain, Accepted: acc,
+		s := Sample{Elapsed: now.Sub(start), Drain: drain, Accepted: acc,
 			Missed: load.Missed(), Errors: load.errors.Load(),
 			RSS: rss.Load(), PeakRSS: peak.Load(), P50: h.Quantile(0.50), P99: h.Quantile(0.99)}
 		if dt := now.Sub(prevAt).Seconds(); dt > 0 {
@@ -136,7 +136,7 @@ loading:
 		case <-tick.C:
 			s := take(false)
 			if cfg.MaxRSS > 0 && s.PeakRSS > cfg.MaxRSS && aborted == "" {
-				aborted = fmt.Sprintf("mf's RSS passed -max-rss (%s) at %v: load stopped", mib(cfg.MaxRSS), s.Elapsed)
+				aborted = fmt.Sprintf("mf's RSS passed -max-rss (%s) at %v: load stopped", mib(cfg.MaxRSS), s.Elapsed.Round(time.Second))
 				fmt.Fprintln(out, aborted)
 				cancelLoad()
 			}
