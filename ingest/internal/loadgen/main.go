@@ -15,13 +15,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +27,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/mfhq/mf/ingest"
+	"github.com/mfhq/mf/ingest/internal/mfserve"
 	"github.com/mfhq/mf/storage/eventlog"
 )
 
@@ -80,28 +78,10 @@ func stamp(dst, tmpl []byte, at int, worker, seq uint64) []byte {
 	return dst
 }
 
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func rssKB(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n
-		}
-	}
-	return 0
+// rssKB is the server's resident memory in KB (0 when it cannot be read).
+func rssKB(mf *mfserve.Server) int64 {
+	n, _ := mf.RSS()
+	return n / 1024
 }
 
 func run(mfPath, provision, key string, duration time.Duration, conns, events int, floor bool) error {
@@ -110,31 +90,17 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 		return err
 	}
 	defer os.RemoveAll(data)
-	ingestAddr := freeAddr()
-	cmd := exec.Command(mfPath, "serve", "--data", filepath.Join(data, "mf"), "--provision", provision,
-		"--ingest-addr", ingestAddr, "--api-addr", freeAddr(), "--admin-addr", freeAddr(),
-		"--rate-limit-scale", "100000", "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot start mf: %w", err)
+	mcfg := mfserve.DefaultConfig()
+	mcfg.Binary, mcfg.Data, mcfg.Provision = mfPath, filepath.Join(data, "mf"), provision
+	mcfg.Args = []string{"--rate-limit-scale", "100000", "--log-level", "warn"}
+	mcfg.Stderr = os.Stderr
+	mf, err := mfserve.Start(context.Background(), mcfg)
+	if err != nil {
+		return err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	base := "http://" + ingestAddr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mf not healthy within a minute")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	idleRSS := rssKB(cmd.Process.Pid)
+	defer mf.Kill()
+	base := mf.Ingest
+	idleRSS := rssKB(mf)
 
 	tmpl := body(events, time.Now())
 	at := bytes.Index(tmpl, []byte(strings.Repeat("x", 36)))
@@ -157,7 +123,7 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 			case <-done:
 				return
 			case <-t.C:
-				if r := rssKB(cmd.Process.Pid); r > maxRSS.Load() {
+				if r := rssKB(mf); r > maxRSS.Load() {
 					maxRSS.Store(r)
 				}
 			}
@@ -212,8 +178,7 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 	if !floor {
 		return nil
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	mf.Kill()
 	frate, err := measureFloor(tmpl, at, duration, conns, filepath.Join(data, "floor"))
 	if err != nil {
 		return err
