@@ -155,6 +155,11 @@ func TestErasure(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkErased(t, a, alice, c.Needles)
+	// Her events of three days ago were on days gone cold (docs/processor.md,
+	// "Memory"): the erasure read them back.
+	if n := sample(t, scrape(t, a, auth...), "mf_processor_days_read_back_total"); n < 1 {
+		t.Fatalf("mf_processor_days_read_back_total is %v after erasing a person with cold days, want at least 1", n)
+	}
 
 	// A run that never saw her events answers the same.
 	b, _ := run("alice")
