@@ -38,6 +38,7 @@ const (
 	CodeTooManyUnits        = "too_many_units"
 	CodeRateLimited         = "rate_limited"
 	CodeSinkUnavailable     = "sink_unavailable"
+	CodeInternalError       = "internal_error"
 	ReceiptBot              = "bot"
 	ReceiptIngestionPaused  = "ingestion_paused"
 	ReceiptAllowanceExhaust = "allowance_exhausted"

@@ -244,8 +244,10 @@ func (s *Server) onError(c *fiber.Ctx, err error) error {
 		}
 		return sendMessage(c, fe.Code, fe.Message)
 	}
-	s.logger.Error("ingest: request failed", "method", c.Method(), "path", c.Path(), "err", err)
-	return sendMessage(c, fiber.StatusInternalServerError, "Internal server error")
+	// The route pattern, never the path (it carries the website key).
+	s.logger.Error("ingest: request failed", "method", c.Method(), "route", c.Route().Path, "err", err)
+	return sendProblem(c, problem(fiber.StatusInternalServerError, CodeInternalError,
+		"the request could not be answered; try again later"), 0)
 }
 
 // requestFacts are the parts of the request enrichment reads.

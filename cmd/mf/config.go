@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // role is a set of the service's parts that one process runs.
@@ -46,6 +47,18 @@ type config struct {
 	PrintSecrets   string // --print-secrets, MF_PRINT_SECRETS: "true" shows full secret keys in the banner (the demo)
 	AccessLog      string // --access-log, MF_ACCESS_LOG: "true" logs every request answered (slog)
 	LogReplicas    string // --log-replicas, MF_LOG_REPLICAS: copies of each stream ("": 1 embedded, 3 on a cluster, at most its size)
+	LogCreds       string // --log-creds, MF_LOG_CREDS: a NATS credentials file (JWT and NKey seed)
+	LogNKey        string // --log-nkey, MF_LOG_NKEY: a file holding a NATS NKey user seed
+	LogTLSCA       string // --log-tls-ca, MF_LOG_TLS_CA: PEM CA certificates the NATS servers' certificates are checked against
+	LogTLSCert     string // --log-tls-cert, MF_LOG_TLS_CERT: PEM client certificate for NATS servers that verify clients
+	LogTLSKey      string // --log-tls-key, MF_LOG_TLS_KEY: its PEM private key
+	LeaseTTL       string // --lease-ttl, MF_LEASE_TTL: how long a processor's partition lease outlives its last renewal
+
+	// Listener limits (each listener on its own).
+	HTTPReadTimeout  string // --http-read-timeout, MF_HTTP_READ_TIMEOUT: to read a whole request
+	HTTPWriteTimeout string // --http-write-timeout, MF_HTTP_WRITE_TIMEOUT: to write a whole answer
+	HTTPIdleTimeout  string // --http-idle-timeout, MF_HTTP_IDLE_TIMEOUT: a kept-alive connection waits this long for its next request
+	HTTPMaxConns     string // --http-max-conns, MF_HTTP_MAX_CONNS: open connections per listener
 
 	// adminAddrSet: --admin-addr or MF_ADMIN_ADDR was given (mf ingest
 	// then opens the admin listener too, for /metrics).
@@ -64,6 +77,12 @@ func defaultConfig() config {
 		RateLimitScale: "1",
 		PrintSecrets:   "false",
 		AccessLog:      "false",
+		LeaseTTL:       "15s",
+
+		HTTPReadTimeout:  "30s",
+		HTTPWriteTimeout: "60s",
+		HTTPIdleTimeout:  "120s",
+		HTTPMaxConns:     "4096",
 	}
 }
 
@@ -76,11 +95,12 @@ type flagSpec struct {
 }
 
 const (
-	cmdsAll    = "serve ingest process api"
-	cmdsIngest = "serve ingest"
-	cmdsAPI    = "serve api"
-	cmdsAdmin  = "serve ingest process api"
-	cmdsServe  = "serve"
+	cmdsAll     = "serve ingest process api"
+	cmdsIngest  = "serve ingest"
+	cmdsAPI     = "serve api"
+	cmdsAdmin   = "serve ingest process api"
+	cmdsServe   = "serve"
+	cmdsProcess = "serve process"
 )
 
 func (c *config) specs() []flagSpec {
@@ -93,7 +113,13 @@ func (c *config) specs() []flagSpec {
 		{"provision", "MF_PROVISION", "provisioning file to apply before serving", &c.Provision, cmdsAll},
 		{"log", "MF_LOG", "nats://host:port[,host:port...] of an external NATS JetStream cluster (default: embedded)", &c.Log, cmdsAll},
 		{"log-replicas", "MF_LOG_REPLICAS", "copies of each stream the log keeps, 1 to 5; a batch is acknowledged once a majority has it (default: 3 on an external cluster, at most its size; 1 embedded)", &c.LogReplicas, cmdsAll},
-		{"store", "MF_STORE", "s3://ACCESS:SECRET@host:port/bucket?secure=false for MinIO or any S3 (default: local directory)", &c.Store, cmdsAll},
+		{"log-creds", "MF_LOG_CREDS", "NATS credentials file (user JWT and NKey seed) to authenticate to the --log servers", &c.LogCreds, cmdsAll},
+		{"log-nkey", "MF_LOG_NKEY", "file holding a NATS NKey user seed (SU...) to authenticate to the --log servers", &c.LogNKey, cmdsAll},
+		{"log-tls-ca", "MF_LOG_TLS_CA", "PEM file of the CA certificates that sign the NATS servers' certificates (turns TLS on; tls:// URLs turn it on too)", &c.LogTLSCA, cmdsAll},
+		{"log-tls-cert", "MF_LOG_TLS_CERT", "PEM client certificate for NATS servers that verify their clients (with --log-tls-key)", &c.LogTLSCert, cmdsAll},
+		{"log-tls-key", "MF_LOG_TLS_KEY", "PEM private key of --log-tls-cert", &c.LogTLSKey, cmdsAll},
+		{"lease-ttl", "MF_LEASE_TTL", "how long a processor's partition lease outlives its last renewal: a process that dies hands its partitions on after this", &c.LeaseTTL, cmdsProcess},
+		{"store", "MF_STORE", "s3://[ACCESS:SECRET@]host:port/bucket?secure=false for MinIO or any S3; without keys, from AWS_ACCESS_KEY_ID/MINIO_ACCESS_KEY and the like, ~/.aws/credentials or the instance's IAM role (default: local directory)", &c.Store, cmdsAll},
 		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database (reloaded on SIGHUP)", &c.GeoIP, cmdsIngest},
 		{"trusted-proxies", "MF_TRUSTED_PROXIES", "comma-separated CIDRs allowed to set the client address by X-Forwarded-For", &c.TrustedProxies, cmdsIngest},
 		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss) for the embedded log`, &c.Fsync, cmdsServe},
@@ -102,6 +128,10 @@ func (c *config) specs() []flagSpec {
 		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL, cmdsAPI},
 		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale, cmdsIngest},
 		{"print-secrets", "MF_PRINT_SECRETS", "true: the start-up banner shows provisioned secret keys and API keys in full (for a local demo only)", &c.PrintSecrets, cmdsAll},
+		{"http-read-timeout", "MF_HTTP_READ_TIMEOUT", "time each listener allows to read a whole request, headers and body; a connection that sends nothing is closed after it", &c.HTTPReadTimeout, cmdsAdmin},
+		{"http-write-timeout", "MF_HTTP_WRITE_TIMEOUT", "time each listener allows to write a whole answer to a client", &c.HTTPWriteTimeout, cmdsAdmin},
+		{"http-idle-timeout", "MF_HTTP_IDLE_TIMEOUT", "time a kept-alive connection may wait for its next request", &c.HTTPIdleTimeout, cmdsAdmin},
+		{"http-max-conns", "MF_HTTP_MAX_CONNS", "open connections each listener keeps; at the cap it closes the oldest connection that carries no request, or answers 503", &c.HTTPMaxConns, cmdsAdmin},
 		{"access-log", "MF_ACCESS_LOG", "true: log every request answered (listener, method, route pattern, status, time, bytes; never a path as asked, a query string or a client address)", &c.AccessLog, cmdsAll},
 	}
 }
@@ -216,8 +246,37 @@ func (c config) validate() error {
 	if c.Data == "" && (c.Log == "" || c.Store == "") {
 		errs = append(errs, errors.New("--data must not be empty while the log or the store is embedded"))
 	}
-	if c.Log != "" && !strings.HasPrefix(c.Log, "nats://") {
-		errs = append(errs, fmt.Errorf("--log %q: want nats://host:port[,host:port...]", c.Log))
+	if c.Log != "" && !strings.HasPrefix(c.Log, "nats://") && !strings.HasPrefix(c.Log, "tls://") {
+		errs = append(errs, fmt.Errorf("--log %q: want nats://host:port[,host:port...] or tls://host:port[,...]", redactLogURL(c.Log)))
+	}
+	if c.Log == "" && (c.LogCreds != "" || c.LogNKey != "" || c.LogTLSCA != "" || c.LogTLSCert != "" || c.LogTLSKey != "") {
+		errs = append(errs, errors.New("--log-creds, --log-nkey and --log-tls-* apply to an external --log only"))
+	}
+	if c.LogCreds != "" && c.LogNKey != "" {
+		errs = append(errs, errors.New("--log-creds and --log-nkey: give one way to authenticate to NATS"))
+	}
+	if (c.LogTLSCert == "") != (c.LogTLSKey == "") {
+		errs = append(errs, errors.New("--log-tls-cert and --log-tls-key go together"))
+	}
+	for _, f := range []struct{ flag, path string }{{"--log-creds", c.LogCreds}, {"--log-nkey", c.LogNKey},
+		{"--log-tls-ca", c.LogTLSCA}, {"--log-tls-cert", c.LogTLSCert}, {"--log-tls-key", c.LogTLSKey}} {
+		if f.path != "" {
+			if _, err := os.Stat(f.path); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.flag, err))
+			}
+		}
+	}
+	for _, d := range []struct{ flag, v string }{{"--http-read-timeout", c.HTTPReadTimeout}, {"--http-write-timeout", c.HTTPWriteTimeout},
+		{"--http-idle-timeout", c.HTTPIdleTimeout}} {
+		if v, err := time.ParseDuration(d.v); err != nil || v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %q: want a positive duration such as 30s", d.flag, d.v))
+		}
+	}
+	if v, err := time.ParseDuration(c.LeaseTTL); err != nil || v < 3*time.Second {
+		errs = append(errs, fmt.Errorf("--lease-ttl %q: want a duration of at least 3s, such as 15s", c.LeaseTTL))
+	}
+	if n, err := strconv.Atoi(c.HTTPMaxConns); err != nil || n < 16 {
+		errs = append(errs, fmt.Errorf("--http-max-conns %q: want a number of at least 16", c.HTTPMaxConns))
 	}
 	if c.Store != "" && !strings.HasPrefix(c.Store, "s3://") {
 		errs = append(errs, fmt.Errorf("--store %q: want s3://ACCESS:SECRET@host:port/bucket?secure=false", c.Store))
@@ -291,4 +350,41 @@ func (c config) trustedProxies() ([]netip.Prefix, error) {
 func (c config) logReplicas() int {
 	n, _ := strconv.Atoi(c.LogReplicas)
 	return n
+}
+
+// redactLogURL hides user names and passwords of a --log value.
+func redactLogURL(raw string) string {
+	var parts []string
+	for _, part := range strings.Split(raw, ",") {
+		start := 0
+		if i := strings.Index(part, "://"); i >= 0 {
+			start = i + len("://")
+		}
+		if at := strings.LastIndex(part, "@"); at >= start {
+			part = part[:start] + "xxxxx" + part[at:]
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ",")
+}
+
+// listenerLimits are the --http-* settings, parsed (validate checked them).
+type listenerLimits struct {
+	read, write, idle time.Duration
+	maxConns          int
+}
+
+func (c config) listenerLimits() listenerLimits {
+	var l listenerLimits
+	l.read, _ = time.ParseDuration(c.HTTPReadTimeout)
+	l.write, _ = time.ParseDuration(c.HTTPWriteTimeout)
+	l.idle, _ = time.ParseDuration(c.HTTPIdleTimeout)
+	l.maxConns, _ = strconv.Atoi(c.HTTPMaxConns)
+	return l
+}
+
+// leaseTTL is --lease-ttl, parsed.
+func (c config) leaseTTL() time.Duration {
+	d, _ := time.ParseDuration(c.LeaseTTL)
+	return d
 }

@@ -89,14 +89,21 @@ func freeAddr(t testing.TB) string {
 // waits until every listener answers /healthz with 200.
 func startMF(t testing.TB, data string, command string, extra ...string) *mfProc {
 	t.Helper()
+	return startMFBin(t, mfBinary, nil, data, command, extra...)
+}
+
+// startMFBin is startMF with another build of mf (the fault build) and
+// variables added to the environment.
+func startMFBin(t testing.TB, bin string, env []string, data string, command string, extra ...string) *mfProc {
+	t.Helper()
 	p := &mfProc{t: t, data: data, out: &syncBuffer{}, done: make(chan struct{})}
 	p.ingestAddr, p.apiAddr, p.admn = freeAddr(t), freeAddr(t), freeAddr(t)
 	p.ingest, p.api, p.admin = "http://"+p.ingestAddr, "http://"+p.apiAddr, "http://"+p.admn
 	args := append([]string{command, "--data", data,
 		"--ingest-addr", p.ingestAddr, "--api-addr", p.apiAddr, "--admin-addr", p.admn}, extra...)
-	p.cmd = exec.Command(mfBinary, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.Env = append(os.Environ(), "MF_LOG_LEVEL=debug")
+	p.cmd.Env = append(append(os.Environ(), "MF_LOG_LEVEL=debug"), env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("cannot start mf: %v", err)
 	}

@@ -24,9 +24,18 @@ type gatedListener struct {
 	done   chan struct{}
 	err    error
 
-	// The connections handed to the server, for closeUnused.
+	// The connections handed to the server, for closeUnused and the
+	// connection cap.
 	mu     sync.Mutex
 	served map[*servedConn]struct{}
+
+	// name is the listener's name in answers and metrics (ingest, api,
+	// admin); maxConns caps the connections served at once (0: no cap,
+	// see admit); shed counts the connections closed or refused at the cap.
+	name     string
+	maxConns int
+	shed     shedCounts
+	refusing chan struct{} // bounds the goroutines that answer refusals
 }
 
 // servedConn is a connection handed to the server; it notes whether a
@@ -36,6 +45,11 @@ type servedConn struct {
 	g        *gatedListener
 	accepted time.Time
 	used     atomic.Bool
+	// idleSince is when the web server last began to wait for the next
+	// request on the connection (unix ns), 0 while a request is under
+	// way (connState).
+	idleSince atomic.Int64
+	closeOnce sync.Once
 }
 
 func (c *servedConn) Read(p []byte) (int, error) {
@@ -50,7 +64,9 @@ func (c *servedConn) Close() error {
 	c.g.mu.Lock()
 	delete(c.g.served, c)
 	c.g.mu.Unlock()
-	return c.Conn.Close()
+	var err error
+	c.closeOnce.Do(func() { err = c.Conn.Close() })
+	return err
 }
 
 // closeUnused closes the served connections on which no byte arrived
@@ -87,12 +103,13 @@ func (g *gatedListener) serve(c net.Conn) *servedConn {
 	return sc
 }
 
-func newGatedListener(addr string) (*gatedListener, error) {
+func newGatedListener(name, addr string, maxConns int) (*gatedListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	g := &gatedListener{Listener: ln, conns: make(chan net.Conn), opened: make(chan struct{}), done: make(chan struct{})}
+	g := &gatedListener{Listener: ln, conns: make(chan net.Conn), opened: make(chan struct{}), done: make(chan struct{}),
+		name: name, maxConns: maxConns, refusing: make(chan struct{}, maxRefusing)}
 	go g.acceptLoop()
 	return g, nil
 }
@@ -117,6 +134,10 @@ func (g *gatedListener) acceptLoop() {
 		backoff = 0
 		select {
 		case <-g.opened:
+			if !g.admit() {
+				g.refuse(c)
+				continue
+			}
 			sc := g.serve(c)
 			select {
 			case g.conns <- sc:

@@ -166,3 +166,27 @@ func (s *service) openMetrics() error {
 func (s *service) ingestAdmin() bool {
 	return s.roles == roleIngest && s.cfg.adminAddrSet
 }
+
+// watchListener adds a listener's connections: open now, and shed at its
+// cap (connlimit.go) by reason.
+func (m *metrics) watchListener(name string, g *gatedListener) error {
+	labels := prometheus.Labels{"listener": name}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mf_http_connections", ConstLabels: labels,
+			Help: "Connections a listener serves now (at most --http-max-conns)."},
+			func() float64 { return float64(g.openConns()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_http_connections_shed_total",
+			ConstLabels: prometheus.Labels{"listener": name, "reason": "idle_closed"},
+			Help:        "Connections a listener shed at its cap: idle_closed (an idle one closed to make room), refused (a new one answered 503)."},
+			func() float64 { return float64(g.shed.evicted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_http_connections_shed_total",
+			ConstLabels: prometheus.Labels{"listener": name, "reason": "refused"},
+			Help:        "Connections a listener shed at its cap: idle_closed (an idle one closed to make room), refused (a new one answered 503)."},
+			func() float64 { return float64(g.shed.refused.Load()) }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

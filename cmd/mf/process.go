@@ -24,7 +24,6 @@ type runningProcessor struct {
 	p      *processor.Group
 	cancel context.CancelFunc
 	done   chan error // Run's result, once
-	failed chan error // Run's error when it ended before stop was asked
 	closer func() error
 
 	stopping atomic.Bool
@@ -53,22 +52,34 @@ func startProcessor(ctx context.Context, cfg processor.Config, rm *rollups.Metri
 	}
 	cfg.Metrics.Watch(p)
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rp := &runningProcessor{p: p, cancel: cancel, done: make(chan error, 1), failed: make(chan error, 1), closer: sub.Close}
+	rp := &runningProcessor{p: p, cancel: cancel, done: make(chan error, 1), closer: sub.Close}
 	go func() {
-		err := p.Run(pctx)
-		if !rp.stopping.Load() {
-			if err == nil {
-				err = errors.New("the processor stopped by itself")
+		// Losing the log or a lease is not the end of the process: the
+		// group then waits as a standby and tries again, and should its
+		// run end all the same, it starts again after a pause, while
+		// ingest and the API go on serving.
+		for pause := time.Second; ; pause = min(2*pause, 30*time.Second) {
+			err := p.Run(pctx)
+			if rp.stopping.Load() || pctx.Err() != nil {
+				rp.done <- err
+				return
 			}
-			rp.failed <- fmt.Errorf("processor: %w", err)
+			if err == nil {
+				err = errors.New("it stopped by itself")
+			}
+			logger.Error("the processor stopped; starting it again", "err", err, "retry_in", pause)
+			select {
+			case <-pctx.Done():
+				rp.done <- nil
+				return
+			case <-time.After(pause):
+			}
 		}
-		rp.done <- err
 	}()
 	return rp, nil
 }
 
 // stop ends the processor the orderly way: it commits what it applied.
-// An error it already reported through failed is not reported again.
 func (rp *runningProcessor) stop() error {
 	if !rp.stopping.Swap(true) {
 		rp.cancel()
@@ -77,11 +88,6 @@ func (rp *runningProcessor) stop() error {
 	err := rp.result
 	if errors.Is(err, context.Canceled) {
 		err = nil // stopped while it was still starting
-	}
-	select {
-	case <-rp.failed:
-		err = nil // the run loop already returned this error
-	default:
 	}
 	if cerr := rp.closer(); err == nil && cerr != nil {
 		err = fmt.Errorf("cannot close the processor's subscription: %w", cerr)

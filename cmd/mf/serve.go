@@ -80,7 +80,10 @@ type service struct {
 	ingest    *ingest.Server
 	servers   []*httpServer
 	metrics   *metrics
-	adminJobs *api.Jobs      // background jobs of the admin API (replays)
+	adminJobs *api.Jobs // background jobs of the admin API (replays)
+	guard     *panicGuard
+	health    *health
+	stopProbe context.CancelFunc
 	closers   []func() error // in the order they must run at shutdown
 	provData  []byte
 }
@@ -108,7 +111,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		if !s.roles.has(l.r) && !(l.name == "admin" && (s.roles == roleProcess || s.ingestAdmin())) {
 			continue
 		}
-		ln, err := newGatedListener(l.addr)
+		ln, err := newGatedListener(l.name, l.addr, s.cfg.listenerLimits().maxConns)
 		if err != nil {
 			return fmt.Errorf("cannot listen on %s address %s: %w", l.name, l.addr, err)
 		}
@@ -120,6 +123,10 @@ func (s *service) run(ctx context.Context) (err error) {
 	if err := s.serveHTTP(); err != nil {
 		return err
 	}
+	s.health.probe(ctx)
+	pctx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopProbe = stopProbe
+	go s.health.run(pctx)
 	s.ready.Store(true)
 	s.handleSIGHUP(ctx)
 	s.logger.Info("mf is ready", "startup", time.Since(start).Round(time.Millisecond), "roles", s.cfg.rolesString(s.roles))
@@ -152,6 +159,11 @@ func (s *service) open(ctx context.Context) error {
 	if err := s.openMetrics(); err != nil {
 		return err
 	}
+	guard, err := newPanicGuard(s.metrics.reg, s.logger)
+	if err != nil {
+		return fmt.Errorf("cannot register the panic counter: %w", err)
+	}
+	s.guard = guard
 	bcfg := storage.DefaultConfig()
 	bcfg.Store, bcfg.Dir = s.cfg.Store, filepath.Join(s.cfg.Data, "objects")
 	b, err := storage.Open(ctx, bcfg, s.logger)
@@ -162,6 +174,8 @@ func (s *service) open(ctx context.Context) error {
 
 	lcfg := eventlog.DefaultConfig()
 	lcfg.URL, lcfg.Dir = s.cfg.Log, filepath.Join(s.cfg.Data, "log")
+	lcfg.CredsFile, lcfg.NKeyFile = s.cfg.LogCreds, s.cfg.LogNKey
+	lcfg.TLSCAFile, lcfg.TLSCertFile, lcfg.TLSKeyFile = s.cfg.LogTLSCA, s.cfg.LogTLSCert, s.cfg.LogTLSKey
 	lcfg.Replicas = s.cfg.logReplicas()
 	if s.cfg.Fsync == "always" {
 		lcfg.Sync = eventlog.SyncPolicyAlways
@@ -173,6 +187,9 @@ func (s *service) open(ctx context.Context) error {
 	s.log = lg
 	if err := s.metrics.watchLog(lg); err != nil {
 		return fmt.Errorf("cannot register the log's metrics: %w", err)
+	}
+	if s.health, err = newHealth(lg, b, s.metrics.reg, s.logger); err != nil {
+		return fmt.Errorf("cannot register the health metrics: %w", err)
 	}
 
 	// The flag-document compiler checks every provisioning change against
@@ -227,6 +244,7 @@ func (s *service) open(ctx context.Context) error {
 	if s.roles.has(roleProcess) {
 		pcfg := processor.DefaultConfig()
 		pcfg.Metrics = s.metrics.proc
+		pcfg.Lease.TTL = s.cfg.leaseTTL()
 		proc, err := startProcessor(ctx, pcfg, s.metrics.rollups, lg, b, rd, cat, s.segments, s.logger)
 		if err != nil {
 			return err
@@ -252,6 +270,8 @@ func (s *service) open(ctx context.Context) error {
 		scale, _ := strconv.ParseFloat(s.cfg.RateLimitScale, 64)
 		icfg.Limits = icfg.Limits.Scaled(scale)
 		icfg.Metrics = s.metrics.ingest
+		lim := s.cfg.listenerLimits()
+		icfg.ReadTimeout, icfg.IdleTimeout = lim.read, lim.idle
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
 			Flags: flags, Membership: segmentMembership{s.segments}}, s.logger)
 		if err != nil {
@@ -322,7 +342,13 @@ func (s *service) serveHTTP() error {
 		if err != nil {
 			return fmt.Errorf("cannot build the %s API: %w", hs.name, err)
 		}
+		s.cfg.listenerLimits().apply(app.Server())
+		s.healthz(hs.name, app.Server())
 		s.metrics.http.instrument(hs.name, app)
+		s.guard.guard(hs.name, app)
+		if err := s.metrics.watchListener(hs.name, hs.ln); err != nil {
+			return fmt.Errorf("cannot register the %s listener's metrics: %w", hs.name, err)
+		}
 		hs.app, hs.served = app, make(chan error, 1)
 		go func(hs *httpServer) { hs.served <- hs.app.Listener(hs.ln) }(hs)
 		hs.ln.open()
@@ -342,17 +368,6 @@ func (s *service) isReady() bool {
 
 func (s *service) firstServeError() <-chan error {
 	out := make(chan error, 1)
-	if s.proc != nil {
-		go func() {
-			if err, ok := <-s.proc.failed; ok {
-				s.proc.failed <- err // for stop to see it was reported
-				select {
-				case out <- err:
-				default:
-				}
-			}
-		}()
-	}
 	for _, hs := range s.servers {
 		go func(hs *httpServer) {
 			if hs.served == nil {
@@ -371,6 +386,9 @@ func (s *service) firstServeError() <-chan error {
 // closes.
 func (s *service) shutdown() error {
 	s.ready.Store(false)
+	if s.stopProbe != nil {
+		s.stopProbe()
+	}
 	var errs []error
 	for _, hs := range s.servers {
 		if hs.app != nil {

@@ -46,6 +46,19 @@ type Config struct {
 	// server or cluster with JetStream enabled (contract flag --log).
 	URL string
 
+	// CredsFile is a NATS credentials file (a user JWT and its NKey
+	// seed) to authenticate to an external server (--log-creds). NKeyFile
+	// is a file holding an NKey user seed instead (--log-nkey). At most
+	// one of the two.
+	CredsFile, NKeyFile string
+
+	// TLSCAFile holds the PEM certificates of the CAs that sign an external
+	// server's certificate (--log-tls-ca); setting it turns TLS on for
+	// nats:// URLs as tls:// does. TLSCertFile and TLSKeyFile are a client
+	// certificate and its key, for servers that verify their clients.
+	// Without a CA file, a tls:// URL is checked against the system's CAs.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
+
 	// Dir is where the embedded server keeps its files (its JetStream store
 	// directory). Required when URL is "", ignored otherwise. One process
 	// at a time may use a Dir: Open locks it.
@@ -218,12 +231,21 @@ func (c Config) Validate() error {
 				return fmt.Errorf("log config: ListenAddr %q is not host:port: %w", c.ListenAddr, err)
 			}
 		}
+		if c.CredsFile != "" || c.NKeyFile != "" || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" {
+			return errors.New("log config: CredsFile, NKeyFile and TLS files apply to an external server (URL) only")
+		}
 		if c.MaxPayload < 1024 {
 			return fmt.Errorf("log config: MaxPayload %d is too small: give at least 1024 bytes (default 8 MiB)", c.MaxPayload)
 		}
 	} else {
 		if err := validateURL(c.URL); err != nil {
 			return err
+		}
+		if c.CredsFile != "" && c.NKeyFile != "" {
+			return errors.New("log config: CredsFile and NKeyFile are both set: authenticate with one")
+		}
+		if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+			return errors.New("log config: TLSCertFile and TLSKeyFile go together")
 		}
 		if c.Sync == SyncPolicyAlways {
 			return errors.New("log config: Sync \"always\" applies to the embedded server only: configure sync_interval: always in the external server's jetstream block and leave Sync at its default")

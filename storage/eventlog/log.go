@@ -200,6 +200,11 @@ func (l *Log) connect(ctx context.Context) error {
 		l.nc = nc
 		return nil
 	}
+	sec, err := securityOptions(cfg)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, sec...)
 	deadline := time.Now().Add(cfg.StartTimeout)
 	for {
 		nc, err := nats.Connect(cfg.URL, opts...)

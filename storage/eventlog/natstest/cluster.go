@@ -28,6 +28,10 @@ type Cluster struct {
 	t     testing.TB
 	bin   string
 	nodes []*Node
+	// scheme of URL (nats, or tls for a server that requires TLS) and the
+	// options WaitReady connects with.
+	scheme string
+	opts   []nats.Option
 }
 
 // Node is one server of a Cluster.
@@ -82,7 +86,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, bin: bin}
+	c := &Cluster{t: t, bin: bin, scheme: "nats"}
 	routes := make([]string, n)
 	listeners := make([]net.Listener, 0, 2*n)
 	port := func() int {
@@ -148,7 +152,7 @@ func (c *Cluster) Nodes() []*Node { return c.nodes }
 func (c *Cluster) URL() string {
 	var urls []string
 	for _, nd := range c.nodes {
-		urls = append(urls, "nats://"+nd.Client)
+		urls = append(urls, c.scheme+"://"+nd.Client)
 	}
 	return strings.Join(urls, ",")
 }
@@ -172,6 +176,70 @@ func (c *Cluster) Start(nd *Node) {
 
 // Kill ends a node at once (SIGKILL), as a crash would.
 func (c *Cluster) Kill(nd *Node) { nd.kill() }
+
+// Pause stops a node where it is (SIGSTOP): its connections stay open
+// and nothing answers on them, as a machine that hangs (a full disk, a
+// stalled VM). Resume (SIGCONT) lets it go on.
+func (c *Cluster) Pause(nd *Node) { nd.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused node go on.
+func (c *Cluster) Resume(nd *Node) { nd.signal(syscall.SIGCONT) }
+
+func (nd *Node) signal(sig syscall.Signal) {
+	nd.mu.Lock()
+	cmd := nd.cmd
+	nd.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// StartServer starts one JetStream server, not clustered, with the lines
+// of extra added to its configuration (tls { ... }, authorization { ... }),
+// and waits until it answers, connecting with opts (its TLS and
+// credentials) to a URL of scheme (nats or tls). It is killed when t ends.
+func StartServer(t testing.TB, scheme, extra string, opts ...nats.Option) *Cluster {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := filepath.Join(t.TempDir(), "n1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "server.conf")
+	body := fmt.Sprintf(`server_name: n1
+listen: 127.0.0.1:%d
+max_payload: 8MB
+jetstream {
+  store_dir: %q
+  max_file_store: 2GB
+  max_memory_store: 64MB
+}
+%s
+`, port, filepath.Join(dir, "js"), extra)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{t: t, bin: bin, scheme: scheme, opts: opts,
+		nodes: []*Node{{Name: "n1", Client: fmt.Sprintf("127.0.0.1:%d", port), conf: conf, dir: dir}}}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			nd.signal(syscall.SIGCONT) // a paused node dies of SIGKILL too, but its wait may not see it at once
+			nd.kill()
+		}
+	})
+	c.Start(c.nodes[0])
+	c.WaitReady(time.Minute)
+	return c
+}
 
 func (nd *Node) kill() {
 	nd.mu.Lock()
@@ -200,7 +268,7 @@ func (c *Cluster) WaitReady(within time.Duration) {
 }
 
 func (c *Cluster) ready() error {
-	nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second))
+	nc, err := nats.Connect(c.URL(), append([]nats.Option{nats.Timeout(2 * time.Second)}, c.opts...)...)
 	if err != nil {
 		return err
 	}
