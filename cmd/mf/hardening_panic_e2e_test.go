@@ -36,7 +36,7 @@ func faultBuild(t *testing.T) string {
 
 type panicCase struct {
 	Name, Listener, Method, Path, Panic, Auth, Body string
-	Status                                         int
+	Status                                          int
 }
 
 // TestPanicInAHandlerAnswers500AndLives: a panic in the handlers of any
