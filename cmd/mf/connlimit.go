@@ -13,9 +13,9 @@ import (
 // write to its log either: a flood of connections that never send a
 // request must not take more than the cap. At the cap a new connection
 // takes the place of the one that has waited longest without a request
-// under way (one that never sent a byte, or one kept alive between
-// requests); when every connection carries a request, the new one is
-// answered 503 and closed. docs/deploy.md, "Listener limits".
+// under way (one that never sent a byte in its first unusedGrace, or one
+// kept alive between requests); when there is none, the new one is
+// answered 503 (Retry-After: 1) and closed. docs/deploy.md, "Listener limits".
 
 // shedCounts count the connections a listener shed at its cap.
 type shedCounts struct {
@@ -23,9 +23,15 @@ type shedCounts struct {
 	refused atomic.Int64 // new connections answered 503
 }
 
+// unusedGrace is how long a new connection may stay silent before it
+// may be closed to make room: a client sends its request as soon as it
+// has connected, but the server reads it only when a goroutine of its own
+// runs, later on a busy machine.
+const unusedGrace = 500 * time.Millisecond
+
 // maxRefusing bounds the refusals answered at once; beyond it a new
 // connection is closed without an answer.
-const maxRefusing = 64
+const maxRefusing = 256
 
 // admit reports whether a new connection may be served, closing the
 // longest-idle connection first when the listener is at its cap.
@@ -40,11 +46,14 @@ func (g *gatedListener) admit() bool {
 	}
 	var victim *servedConn
 	var oldest int64
+	fresh := time.Now().Add(-unusedGrace).UnixNano()
 	for c := range g.served {
 		var since int64
 		switch {
 		case !c.used.Load():
-			since = c.accepted.UnixNano()
+			if since = c.accepted.UnixNano(); since > fresh {
+				since = 0 // its request may be on its way
+			}
 		default:
 			since = c.idleSince.Load()
 		}
@@ -74,7 +83,7 @@ func (g *gatedListener) refuse(c net.Conn) {
 	go func() {
 		defer func() { <-g.refusing }()
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
+		_ = c.SetDeadline(time.Now().Add(250 * time.Millisecond))
 		body := `{"status":"unavailable","failing":["listener"],"checks":{"listener":"at its connection cap"},` +
 			`"message":"mf: the ` + g.name + ` listener serves ` + itoa(g.maxConns) + ` connections already; retry"}`
 		resp := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n" +
