@@ -115,7 +115,7 @@ func TestListenersOutliveFloodsAndSlowClients(t *testing.T) {
 	}
 	fams := scrape(t, p)
 	for name := range addrs {
-			shed := sample(t, fams, "mf_http_connections_shed_total", "listener", name, "reason", "idle_closed") +
+		shed := sample(t, fams, "mf_http_connections_shed_total", "listener", name, "reason", "idle_closed") +
 			sample(t, fams, "mf_http_connections_shed_total", "listener", name, "reason", "refused")
 		if shed < flood-maxConns {
 			t.Errorf("%s: %v connections of the flood shed, want at least %d of the %d", name, shed, flood-maxConns, flood)
