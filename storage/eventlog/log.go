@@ -212,6 +212,10 @@ func (l *Log) connect(ctx context.Context) error {
 			l.nc = nc
 			return nil
 		}
+		if refused(err) {
+			// Waiting does not mend wrong credentials or certificates.
+			return fmt.Errorf("cannot connect to %s: %w", redactURL(cfg.URL), err)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: cannot connect to %s within %s: %w", ErrUnavailable, redactURL(cfg.URL), cfg.StartTimeout, err)
 		}

@@ -1,6 +1,9 @@
 package eventlog
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,4 +36,17 @@ func securityOptions(cfg Config) ([]nats.Option, error) {
 		opts = append(opts, nats.Secure())
 	}
 	return opts, nil
+}
+
+// refused reports whether a connection failed for a reason retrying
+// cannot mend: the server refused the credentials, or a certificate
+// (the server's, or the files given) does not verify or load.
+func refused(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) ||
+		errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted) || errors.Is(err, nats.ErrNkeysNotSupported) ||
+		strings.Contains(err.Error(), "nats: error loading")
 }
