@@ -57,8 +57,8 @@ func parseS3URL(raw string) (s3Location, error) {
 		loc.AccessKey = u.User.Username()
 		loc.SecretKey, _ = u.User.Password()
 	}
-	if loc.AccessKey == "" || loc.SecretKey == "" {
-		return s3Location{}, fmt.Errorf("store URL %q lacks the access key or the secret key; the form is s3://ACCESS:SECRET@host:port/bucket", redacted)
+	if (loc.AccessKey == "") != (loc.SecretKey == "") {
+		return s3Location{}, fmt.Errorf("store URL %q lacks the access key or the secret key; the form is s3://ACCESS:SECRET@host:port/bucket, or without both keys to take them from the environment", redacted)
 	}
 	loc.Bucket = strings.TrimPrefix(u.Path, "/")
 	if err := s3utils.CheckValidBucketNameStrict(loc.Bucket); err != nil {
@@ -82,6 +82,28 @@ func parseS3URL(raw string) (s3Location, error) {
 	return loc, nil
 }
 
+// chainCredentials are the keys of a store URL that has none, found the
+// way AWS and MinIO clients find them: the variables AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), then MINIO_ROOT_USER and
+// MINIO_ROOT_PASSWORD (or MINIO_ACCESS_KEY, MINIO_SECRET_KEY), then
+// ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE), then
+// ~/.mc/config.json, then the machine's IAM role (EC2 instance profile,
+// ECS task role, web identity). Finding none is an error: mf writes.
+func chainCredentials(loc s3Location) (*credentials.Credentials, error) {
+	creds := credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{},
+		&credentials.EnvMinio{},
+		&credentials.FileAWSCredentials{},
+		&credentials.FileMinioClient{},
+		&credentials.IAM{Client: &http.Client{Transport: http.DefaultTransport}},
+	})
+	v, err := creds.GetWithContext(&credentials.CredContext{Client: &http.Client{Transport: http.DefaultTransport}})
+	if err != nil || v.SignerType.IsAnonymous() || v.AccessKeyID == "" {
+		return nil, fmt.Errorf("S3 store at %s: the URL has no keys and none were found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, MINIO_ROOT_USER and MINIO_ROOT_PASSWORD, ~/.aws/credentials, ~/.mc/config.json, an IAM role)", loc.Endpoint)
+	}
+	return creds, nil
+}
+
 // s3Bucket is the S3 backend (MinIO or any S3 with conditional writes)
 // through minio-go.
 type s3Bucket struct {
@@ -93,8 +115,15 @@ var _ Bucket = (*s3Bucket)(nil)
 
 // openS3 connects to the store at loc and creates its bucket if missing.
 func openS3(ctx context.Context, loc s3Location, logger *slog.Logger) (*s3Bucket, error) {
+	creds := credentials.NewStaticV4(loc.AccessKey, loc.SecretKey, "")
+	if loc.AccessKey == "" {
+		var err error
+		if creds, err = chainCredentials(loc); err != nil {
+			return nil, err
+		}
+	}
 	client, err := minio.New(loc.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(loc.AccessKey, loc.SecretKey, ""),
+		Creds:  creds,
 		Secure: loc.Secure,
 		Region: loc.Region,
 	})

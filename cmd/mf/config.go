@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -387,4 +389,16 @@ func (c config) listenerLimits() listenerLimits {
 func (c config) leaseTTL() time.Duration {
 	d, _ := time.ParseDuration(c.LeaseTTL)
 	return d
+}
+
+// storeName names the object store in messages, without its keys.
+func storeName(c config) string {
+	if c.Store == "" {
+		return "local directory " + filepath.Join(c.Data, "objects")
+	}
+	if u, err := url.Parse(c.Store); err == nil {
+		u.User = nil
+		return u.String()
+	}
+	return "given by --store"
 }

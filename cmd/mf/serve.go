@@ -171,6 +171,11 @@ func (s *service) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open the object store: %w", err)
 	}
 	s.bucket = b
+	// Manifests, salts, allowances and refresh tokens rely on conditional
+	// writes: a store that ignores them is refused before it is used.
+	if err := storage.CheckConditionalWrites(ctx, b); err != nil {
+		return fmt.Errorf("the object store %s cannot be used: %w", storeName(s.cfg), err)
+	}
 
 	lcfg := eventlog.DefaultConfig()
 	lcfg.URL, lcfg.Dir = s.cfg.Log, filepath.Join(s.cfg.Data, "log")
