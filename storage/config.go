@@ -12,8 +12,10 @@ type Config struct {
 	// Store is the URL of an S3 store (MinIO or any S3 that supports
 	// conditional writes): s3://ACCESS:SECRET@host:port/bucket with the
 	// optional parameters secure=false (plain HTTP; the default is HTTPS)
-	// and region=R. Percent-encode special characters of the keys. The
-	// bucket is created if missing. Empty: the local directory Dir.
+	// and region=R. Percent-encode special characters of the keys; without
+	// both keys they are found as AWS and MinIO clients find them
+	// (chainCredentials). The bucket is created if missing. Empty: the
+	// local directory Dir.
 	// (--store, MF_STORE)
 	Store string
 	// Dir is the directory of the local backend, used when Store is empty;

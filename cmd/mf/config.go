@@ -113,7 +113,7 @@ func (c *config) specs() []flagSpec {
 		{"admin-addr", "MF_ADMIN_ADDR", "listen address of the admin API (/admin/v1, /metrics)", &c.AdminAddr, cmdsAdmin},
 		{"admin-token", "MF_ADMIN_TOKEN", "bearer token for the admin API; without it only loopback callers are served", &c.AdminToken, cmdsAdmin},
 		{"provision", "MF_PROVISION", "provisioning file to apply before serving", &c.Provision, cmdsAll},
-		{"log", "MF_LOG", "nats://host:port[,host:port...] of an external NATS JetStream cluster (default: embedded)", &c.Log, cmdsAll},
+		{"log", "MF_LOG", "nats://host:port[,host:port...] (or tls://...) of an external NATS JetStream cluster (default: embedded)", &c.Log, cmdsAll},
 		{"log-replicas", "MF_LOG_REPLICAS", "copies of each stream the log keeps, 1 to 5; a batch is acknowledged once a majority has it (default: 3 on an external cluster, at most its size; 1 embedded)", &c.LogReplicas, cmdsAll},
 		{"log-creds", "MF_LOG_CREDS", "NATS credentials file (user JWT and NKey seed) to authenticate to the --log servers", &c.LogCreds, cmdsAll},
 		{"log-nkey", "MF_LOG_NKEY", "file holding a NATS NKey user seed (SU...) to authenticate to the --log servers", &c.LogNKey, cmdsAll},

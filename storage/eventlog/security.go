@@ -12,7 +12,7 @@ import (
 
 // securityOptions are the connection options of an external server's
 // authentication and TLS (Config.CredsFile, NKeyFile, TLS*File). A user
-// and password in the URL need none. docs/log.md, "Securing the log".
+// and password in the URL need none. docs/deploy.md, "Securing the log".
 func securityOptions(cfg Config) ([]nats.Option, error) {
 	var opts []nats.Option
 	switch {
