@@ -1,33 +1,63 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
+// The fault build: mf built with the tag mffaults (faults_on.go), where a
+// request with the header X-Mf-Test-Panic panics in its handlers. For
+// the tests only; TestMain starts building it in the background when the
+// run includes a test that needs it, so that its time is not the test's.
 var (
-	faultBuildOnce sync.Once
-	faultBinary    string
-	faultBuildErr  error
-	faultBuildOut  []byte
+	faultBinary   string
+	faultBuildErr error
+	faultBuildOut []byte
+	faultBuilt    = make(chan struct{})
 )
 
-// faultBuild builds mf with the tag mffaults (faults_on.go): a request
-// with the header X-Mf-Test-Panic panics in its handlers. Built once, for
-// the tests only.
+// faultTests are the tests that use the fault build.
+var faultTests = []string{"TestPanicInAHandlerAnswers500AndLives"}
+
+// startFaultBuild starts the fault build into dir when the -test.run
+// pattern selects a test of faultTests, and returns what stops it.
+func startFaultBuild(dir string) (stop func()) {
+	flag.Parse()
+	pattern := ""
+	if f := flag.Lookup("test.run"); f != nil {
+		pattern = f.Value.String()
+	}
+	re, err := regexp.Compile(pattern)
+	wanted := err != nil || pattern == "" || slices.ContainsFunc(faultTests, re.MatchString)
+	if !wanted {
+		close(faultBuilt)
+		faultBuildErr = errors.New("not built: the -run pattern selected no test that needs it")
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	faultBinary = filepath.Join(dir, "mf-faults")
+	go func() {
+		defer close(faultBuilt)
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "mffaults", "-o", faultBinary, ".")
+		faultBuildOut, faultBuildErr = cmd.CombinedOutput()
+	}()
+	return func() { cancel(); <-faultBuilt }
+}
+
+// faultBuild waits for the fault build and returns its path.
 func faultBuild(t *testing.T) string {
 	t.Helper()
-	faultBuildOnce.Do(func() {
-		faultBinary = filepath.Join(filepath.Dir(mfBinary), "mf-faults")
-		cmd := exec.Command("go", "build", "-tags", "mffaults", "-o", faultBinary, ".")
-		faultBuildOut, faultBuildErr = cmd.CombinedOutput()
-	})
+	<-faultBuilt
 	if faultBuildErr != nil {
 		t.Fatalf("cannot build mf with -tags mffaults: %v\n%s", faultBuildErr, faultBuildOut)
 	}

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cannot build mf for the end-to-end tests:", err)
 		os.Exit(1)
 	}
+	stopFaultBuild := startFaultBuild(dir)
 	code := m.Run()
+	stopFaultBuild()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
