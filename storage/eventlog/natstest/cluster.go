@@ -179,8 +179,52 @@ func (c *Cluster) Kill(nd *Node) { nd.kill() }
 
 // Pause stops a node where it is (SIGSTOP): its connections stay open
 // and nothing answers on them, as a machine that hangs (a full disk, a
-// stalled VM). Resume (SIGCONT) lets it go on.
-func (c *Cluster) Pause(nd *Node) { nd.signal(syscall.SIGSTOP) }
+// stalled VM). Resume (SIGCONT) lets it go on. The signal is delivered
+// asynchronously: on Linux, Pause returns once /proc says the process is
+// stopped, so that nothing it answers afterwards was sent after Pause.
+func (c *Cluster) Pause(nd *Node) {
+	c.t.Helper()
+	nd.signal(syscall.SIGSTOP)
+	nd.mu.Lock()
+	cmd := nd.cmd
+	nd.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	if _, err := os.Stat(stat); err != nil {
+		return // not Linux: no way to see it
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !stoppedProc(stat) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("nats-server %s not stopped 10 s after SIGSTOP", nd.Name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stoppedProc reports whether every thread of the process whose
+// /proc/PID/stat is stat is stopped (state T).
+func stoppedProc(stat string) bool {
+	tasks, err := filepath.Glob(filepath.Join(filepath.Dir(stat), "task", "*", "stat"))
+	if err != nil || len(tasks) == 0 {
+		tasks = []string{stat}
+	}
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return false
+		}
+		// The state follows the command name's closing parenthesis.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) || (s[i+2] != 'T' && s[i+2] != 't') {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume lets a paused node go on.
 func (c *Cluster) Resume(nd *Node) { nd.signal(syscall.SIGCONT) }
