@@ -107,6 +107,12 @@ func (e *Engine) HotEvents() int {
 	return n
 }
 
+// pendingCompute reports whether added events, sessions or sign-ins wait
+// for a compute.
+func (e *Engine) pendingCompute() bool {
+	return len(e.dirtyUnits) > 0 || len(e.dirtySessions) > 0 || len(e.dirtyBrowsers) > 0
+}
+
 // Freeze lets go of the days whose visits all ended before hot minus the
 // visit timeout (epoch ms; the processor passes the time its project's
 // newest batch was received minus the hot window) and which hold nothing
@@ -116,11 +122,39 @@ func (e *Engine) HotEvents() int {
 // them goes, and an event for one is counted in Stats.TooLate and dropped.
 // final 0 sets nothing final.
 func (e *Engine) Freeze(hot, final int64) {
-	e.compute() // what is dirty must be known before anything leaves
 	if final > 0 {
 		e.finalize(e.DayOf(final) - 1)
 	}
 	limit := e.DayOf(hot) - 1
+	// Work not computed yet (a backlog applies batches while a commit is
+	// in flight) is left to the next Flush rather than computed now,
+	// which would compute twice what it touches: only what it cannot
+	// change goes cold. A new event changes visits within the visit
+	// timeout of it (the day before its own at most), a session visit
+	// anywhere it spans, and a sign-in the rows of its browser's visits.
+	var blocked map[int32]bool
+	if e.pendingCompute() {
+		for d := range e.dirtyEventDays {
+			limit = min(limit, d-2)
+		}
+		blocked = map[int32]bool{}
+		block := func(v *visit) {
+			if v.first == nil {
+				return // not computed yet: no events on other days
+			}
+			for d := e.DayOf(v.start); d <= e.DayOf(v.end); d++ {
+				blocked[d] = true
+			}
+		}
+		for v := range e.dirtySessions {
+			block(v)
+		}
+		for b := range e.dirtyBrowsers {
+			for v := range b.partVisits.all() {
+				block(v)
+			}
+		}
+	}
 	var cand []int32
 	for n := range e.days {
 		if n <= limit {
@@ -139,7 +173,7 @@ func (e *Engine) Freeze(hot, final int64) {
 	timeout := e.cfg.VisitTimeout.Milliseconds()
 	ok := make(map[int32]bool, len(cand))
 	for _, n := range cand {
-		if dd := e.days[n]; e.dirtyEventDays[n] || e.dirtyVisitDays[n] || dd != nil && len(dd.fresh) > 0 {
+		if dd := e.days[n]; e.dirtyEventDays[n] || e.dirtyVisitDays[n] || blocked[n] || dd != nil && len(dd.fresh) > 0 {
 			continue
 		}
 		open := false
@@ -153,23 +187,35 @@ func (e *Engine) Freeze(hot, final int64) {
 			ok[n] = true
 		}
 	}
-	// A visit goes cold with all of its days or not at all.
+	// A visit goes cold with all of its days or not at all: day n's
+	// visits reach to maxEnd[n], so n goes only if every day up to it
+	// that holds anything goes, and a day that stays keeps the days its
+	// visits reach.
+	maxEnd := make(map[int32]int32, len(cand))
+	for _, n := range cand {
+		m, next := n, e.DayStart(n+1)
+		for v := range e.visitsByDay[n] {
+			if v.end >= next {
+				m = max(m, e.DayOf(v.end))
+				next = e.DayStart(m + 1)
+			}
+		}
+		maxEnd[n] = m
+	}
 	has := func(d int32) bool { return e.days[d] != nil || e.visitsByDay[d] != nil }
 	for changed := true; changed; {
 		changed = false
 		for _, n := range cand {
-			for v := range e.visitsByDay[n] {
-				all := ok[n]
-				for d := n + 1; all && d <= e.DayOf(v.end); d++ {
-					all = ok[d] || !has(d)
-				}
-				if all {
-					continue
-				}
-				for d := n; d <= e.DayOf(v.end); d++ {
-					if ok[d] {
-						ok[d], changed = false, true
-					}
+			stays := !ok[n]
+			for d := n + 1; !stays && d <= maxEnd[n]; d++ {
+				stays = !ok[d] && has(d)
+			}
+			if !stays {
+				continue
+			}
+			for d := n; d <= maxEnd[n]; d++ {
+				if ok[d] {
+					ok[d], changed = false, true
 				}
 			}
 		}
