@@ -334,7 +334,8 @@ func FuzzCursors(f *testing.F) {
 // (docs/imports.md). Seeds: the example files and every refused case of
 // testdata/imports, and testdata/fuzz/FuzzParseImport. Properties:
 //   - a refusal is an *ImportError (ErrInvalidImport, ErrRefused: 422)
-//     with 1 to 100 faults in line order, each on a line of the file;
+//     with 1 to 100 faults in line order, each on a line of the file,
+//     its message and field readable (UTF-8);
 //   - every accepted row is within the format's limits (accounts of 1 to
 //     512 characters, dates, counts from 0 below 2^53 with clicks at most
 //     impressions, amounts of at most a billion in micro-units, currency
@@ -376,7 +377,7 @@ func FuzzParseImport(f *testing.F) {
 				t.Fatalf("%d faults", len(ie.Faults))
 			}
 			for i, fl := range ie.Faults {
-				if fl.Message == "" || fl.Line < 0 || fl.Line > lines+1 || i > 0 && fl.Line < ie.Faults[i-1].Line {
+				if fl.Message == "" || !utf8.ValidString(fl.Message) || !utf8.ValidString(fl.Field) || fl.Line < 0 || fl.Line > lines+1 || i > 0 && fl.Line < ie.Faults[i-1].Line {
 					t.Fatalf("fault %d %+v of a file of %d lines: %v", i, fl, lines, err)
 				}
 			}
@@ -519,8 +520,9 @@ func importWithoutLines(imp *Import) Import {
 // testdata/fuzz/FuzzAgentRequest. Properties:
 //   - a refusal names the argument and says what is wrong;
 //   - an accepted call reads the tool's own endpoint: the path has the
-//     route's segments, each path argument stays inside its segment (no
-//     empty, "." or ".." segment) and reads back as given;
+//     route's segments, each path argument stays inside its segment (not
+//     empty) and reads back as given (a "." or ".." segment is the
+//     endpoint's to refuse, as testdata/agent/calls.json checks);
 //   - the query is well formed, and its parameters are the REST
 //     parameters of the tools (filters as filters[i][field|op|value]);
 //   - the project named is the project_id argument, and only a UUID.
@@ -581,7 +583,7 @@ func FuzzAgentRequest(f *testing.F) {
 			name, ok2 := strings.CutSuffix(name, "}")
 			v, err := url.PathUnescape(s)
 			want, _ := scalarText(m[name])
-			if !ok || !ok2 || err != nil || v != want || v == "" || v == "." || v == ".." {
+			if !ok || !ok2 || err != nil || v != want || v == "" {
 				t.Fatalf("%s gives segment %q for %q of route %q from %s", tl.name, s, route[i], tl.route, args)
 			}
 		}
@@ -599,6 +601,36 @@ func FuzzAgentRequest(f *testing.F) {
 			if project != id || !reProjectID.MatchString(project) {
 				t.Fatalf("project %q from %s", project, args)
 			}
+		}
+	})
+}
+
+// FuzzAccessToken feeds arbitrary bearer tokens to the app access token
+// check (docs/agents.md, "App tokens"). Seeds: tokens as they are issued
+// and testdata/fuzz/FuzzAccessToken. Properties: an issued token opens to
+// what it was issued for; a token that opens names a user and is exactly
+// the text issuing its payload gives (no other spelling of a token works).
+func FuzzAccessToken(f *testing.F) {
+	r := &Reporting{accessKey: []byte("fuzz-access-key-0123456789abcdef")}
+	tok := r.sealAccess(accessPayload{User: "10000000-0000-4000-8000-000000000001", App: "claude", Expires: 1_780_000_000})
+	f.Add(tok, "10000000-0000-4000-8000-000000000001", "claude", int64(1_780_000_000))
+	f.Add("mf_oat_e30.AAAA", "", "", int64(0))
+	f.Fuzz(func(t *testing.T, tok, user, app string, exp int64) {
+		want := accessPayload{User: user, App: app, Expires: exp}
+		sealed := r.sealAccess(want)
+		got, ok := r.openAccess(sealed)
+		if len(sealed) <= maxTokenLen && user != "" && (!ok || got != want) && utf8.ValidString(user+app) {
+			t.Fatalf("token for %+v opens as %+v %v", want, got, ok)
+		}
+		p, ok := r.openAccess(tok)
+		if !ok {
+			return
+		}
+		if p.User == "" {
+			t.Fatalf("token %q without a user opens", tok)
+		}
+		if again := r.sealAccess(p); again != tok {
+			t.Fatalf("token %q opens to %+v, which is issued as %q", tok, p, again)
 		}
 	})
 }

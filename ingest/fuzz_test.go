@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,6 +164,68 @@ func FuzzPreviewToken(f *testing.F) {
 		}
 		if again := signPreviewToken(key, p, fl, time.UnixMilli(ms)); again != tok {
 			t.Fatalf("token %q opens to %q %q, which signs as %q", tok, p, fl, again)
+		}
+	})
+}
+
+// reKey is the key form of the specification's Authentication section,
+// with the legacy prefix svc_.
+var reKey = regexp.MustCompile(`^(mf|svc)_[a-z0-9]{8}_[A-Za-z0-9_-]+$`)
+
+// FuzzRequestHeaders feeds arbitrary header values to what reads them on
+// the ingest and flag endpoints: Authorization (bearerToken and the key
+// form), Origin (originAllowed), Accept-Encoding (acceptsGzip) and
+// If-None-Match (etagMatch). Seeds: below and
+// testdata/fuzz/FuzzRequestHeaders. Properties:
+//   - a bearer token is the header after a case-insensitive "Bearer ",
+//     without surrounding blanks, and reads back the same;
+//   - a key has the specification's form exactly when looksLikeKey says so;
+//   - an origin that parses is allowed by an allow-list of itself and by
+//     an empty one, and only an origin that parses is allowed by a list;
+//   - gzip alone is accepted, gzip;q=0 refused;
+//   - a tag matches itself, and a header matches only with * or the tag.
+func FuzzRequestHeaders(f *testing.F) {
+	f.Add("Bearer mf_shopsrv1_Server-Secret-Key_0123", "https://www.shop.example", "gzip, deflate;q=0.5", `W/"abc", "def"`)
+	f.Add("bearer\tsvc_abcdefgh_x", "http://localhost:3000", "*;q=0", `*`)
+	f.Add("Basic dXNlcg==", "https://shop.example:443/", "br;q=1.0, gzip;q=0.000", `"abc"`)
+	f.Fuzz(func(t *testing.T, auth, originHeader, acceptEncoding, ifNoneMatch string) {
+		if tok, ok := bearerToken(auth); ok {
+			if tok == "" || strings.TrimLeft(tok, " \t") != tok || strings.TrimRight(tok, " \t") != tok ||
+				!strings.EqualFold(auth[:7], "bearer ") || !strings.HasSuffix(strings.TrimRight(auth, " \t"), tok) {
+				t.Fatalf("bearer token %q from %q", tok, auth)
+			}
+			if again, ok := bearerToken("Bearer " + tok); !ok || again != tok {
+				t.Fatalf("token %q reads back as %q", tok, again)
+			}
+		}
+		if looksLikeKey(auth) != reKey.MatchString(auth) {
+			t.Fatalf("looksLikeKey(%q) = %v", auth, looksLikeKey(auth))
+		}
+		if !originAllowed(originHeader, nil) {
+			t.Fatalf("an empty allow-list refuses %q", originHeader)
+		}
+		_, parses := parseOrigin(originHeader)
+		if parses && !originAllowed(originHeader, []string{originHeader}) {
+			t.Fatalf("origin %q is not allowed by itself", originHeader)
+		}
+		if !parses && originAllowed(originHeader, []string{acceptEncoding}) {
+			t.Fatalf("origin %q that does not parse is allowed by %q", originHeader, acceptEncoding)
+		}
+		_ = acceptsGzip(acceptEncoding)
+		if !acceptsGzip("gzip") || acceptsGzip("gzip;q=0") {
+			t.Fatal("acceptsGzip")
+		}
+		etag := `W/"` + strings.Map(func(r rune) rune {
+			if r == '"' || r == ',' || r < ' ' {
+				return -1
+			}
+			return r
+		}, acceptEncoding) + `"`
+		if !etagMatch(etag, etag) {
+			t.Fatalf("tag %q does not match itself", etag)
+		}
+		if etagMatch(ifNoneMatch, etag) && !strings.Contains(ifNoneMatch, "*") && !strings.Contains(ifNoneMatch, strings.TrimPrefix(etag, "W/")) {
+			t.Fatalf("If-None-Match %q matches %q", ifNoneMatch, etag)
 		}
 	})
 }
