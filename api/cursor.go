@@ -72,7 +72,9 @@ func (c *Cursors) Open(list string, params Params, cursor string) ([]byte, bool)
 	if len(cursor) > cursorMaxLen {
 		return nil, false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	// Strict: one cursor has one spelling (the unused low bits of its last
+	// character are zero).
+	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(b) < 1+cursorTagLen || b[0] != cursorVersion {
 		return nil, false
 	}

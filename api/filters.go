@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -118,10 +119,13 @@ type rawFilter struct {
 // readFilters collects filters[i][…] parameters in order of i.
 func readFilters(q url.Values, kind string, maxN, maxValue int) ([]rawFilter, *APIError) {
 	byIndex := map[int]*rawFilter{}
-	for name, vals := range q {
+	// Names in sorted order, so that of several faulty parameters the same
+	// one is reported every time.
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !strings.HasPrefix(name, "filters[") {
 			continue
 		}
+		vals := q[name]
 		m := reFilterParam.FindStringSubmatch(name)
 		if m == nil || len(m[1]) > maxFilterIndexLen || (len(m[1]) > 1 && m[1][0] == '0') {
 			return nil, badParam(name, fmt.Sprintf("%s is not a filter parameter; use filters[i][field], filters[i][op] and filters[i][value] with i a number", clipValue(name)))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Periods (docs/reporting-api.md, "Periods"): pure functions of the
@@ -318,10 +319,17 @@ func (d date) midnight(loc *time.Location) time.Time {
 	return t
 }
 
-// clipValue shortens a value quoted in a message.
+// clipValue shortens a value quoted in a message: at most 60 bytes, cut
+// between characters, with bytes that are not UTF-8 replaced, so that a
+// message is always readable text.
 func clipValue(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > 60 {
-		return s[:60] + "…"
+		cut := 60
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }

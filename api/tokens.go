@@ -211,8 +211,9 @@ func (r *Reporting) openAccess(token string) (accessPayload, bool) {
 	if !ok {
 		return p, false
 	}
-	body, err1 := base64.RawURLEncoding.DecodeString(body64)
-	tag, err2 := base64.RawURLEncoding.DecodeString(tag64)
+	// Strict: one token has one spelling.
+	body, err1 := base64.RawURLEncoding.Strict().DecodeString(body64)
+	tag, err2 := base64.RawURLEncoding.Strict().DecodeString(tag64)
 	if err1 != nil || err2 != nil {
 		return p, false
 	}

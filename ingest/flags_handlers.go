@@ -346,14 +346,14 @@ func parseLookupUnits(body []byte) ([]MembershipUnit, int, *Problem) {
 	invalid := func(detail string) *Problem {
 		return problem(http.StatusUnprocessableEntity, CodeInvalidUnits, detail)
 	}
-	var req struct {
-		Units json.RawMessage `json:"units"`
-	}
+	// Members are read by their exact names (encoding/json would match
+	// a struct field's name in any case: {"UserId": …} is no userId).
+	var req map[string]json.RawMessage
 	if json.Unmarshal(body, &req) != nil {
 		return nil, 1, invalid("the body must be a JSON object with units: a list of {userId} or {anonymousId} objects")
 	}
 	var list []json.RawMessage
-	if len(req.Units) == 0 || string(req.Units) == "null" || json.Unmarshal(req.Units, &list) != nil {
+	if units := req["units"]; len(units) == 0 || string(units) == "null" || json.Unmarshal(units, &list) != nil {
 		return nil, 1, invalid("units must be a list of {userId} or {anonymousId} objects")
 	}
 	cost := max(1, len(list))
@@ -363,15 +363,12 @@ func parseLookupUnits(body []byte) ([]MembershipUnit, int, *Problem) {
 	}
 	units := make([]MembershipUnit, len(list))
 	for i, raw := range list {
-		var u struct {
-			UserID      json.RawMessage `json:"userId"`
-			AnonymousID json.RawMessage `json:"anonymousId"`
-		}
+		var u map[string]json.RawMessage
 		if json.Unmarshal(raw, &u) != nil || raw[0] != '{' {
 			return nil, cost, invalid(fmt.Sprintf("units.%d must be an object with a string userId or anonymousId", i))
 		}
-		user, userOK, userBad := stringMember(u.UserID)
-		anon, anonOK, anonBad := stringMember(u.AnonymousID)
+		user, userOK, userBad := stringMember(u["userId"])
+		anon, anonOK, anonBad := stringMember(u["anonymousId"])
 		if userBad || anonBad || userOK == anonOK {
 			return nil, cost, invalid(fmt.Sprintf("units.%d must have exactly one of userId and anonymousId, a string (the other absent or null)", i))
 		}

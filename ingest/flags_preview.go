@@ -102,11 +102,12 @@ func parsePreviewToken(key []byte, tok string, now time.Time) (project, flag str
 	if !found {
 		return "", "", false
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(p64)
+	// Strict: one token has one spelling.
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(p64)
 	if err != nil {
 		return "", "", false
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(m64)
+	mac, err := base64.RawURLEncoding.Strict().DecodeString(m64)
 	if err != nil || !hmac.Equal(mac, previewMAC(key, string(payload))) {
 		return "", "", false
 	}
