@@ -171,8 +171,15 @@ func (p *mfProc) stop(within time.Duration) int {
 	select {
 	case <-p.done:
 	case <-time.After(within):
+		// Its goroutines, to tell where it hangs (the runtime prints
+		// them on SIGQUIT and exits).
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
 		p.kill()
-		p.t.Fatalf("mf did not exit within %v of SIGTERM; output:\n%s", within, p.out)
+		p.t.Fatalf("mf did not exit within %v of SIGTERM; output (with its goroutines after SIGQUIT):\n%s", within, p.out)
 	}
 	code := p.cmd.ProcessState.ExitCode()
 	if code != 0 {

@@ -337,6 +337,11 @@ func (sub *subscription) open() error {
 // be given back), then reports that it is closed. Without a connection
 // nothing could be given back and a drain would wait for the server, so the
 // iterator just stops.
+//
+// A replay-mode iterator (an ordered consumer) holds nothing to give back,
+// so it just stops: draining one whose consumer the server lost (a cluster
+// that came back) never ended, and a closing Subscriber waited on it for
+// ever. A group's drain that has not ended within drainGrace is stopped.
 func (sub *subscription) drain() {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
@@ -344,12 +349,17 @@ func (sub *subscription) drain() {
 	if sub.iter == nil {
 		return
 	}
-	if sub.s.log.nc.Status() == nats.CONNECTED {
-		sub.iter.Drain()
-	} else {
+	if sub.s.cfg.Replay() || sub.s.log.nc.Status() != nats.CONNECTED {
 		sub.iter.Stop()
+		return
 	}
+	it := sub.iter
+	it.Drain()
+	time.AfterFunc(drainGrace, it.Stop)
 }
+
+// drainGrace bounds a group subscription's drain.
+const drainGrace = 5 * time.Second
 
 func (sub *subscription) current() jetstream.MessagesContext {
 	sub.mu.Lock()
