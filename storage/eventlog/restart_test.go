@@ -21,6 +21,7 @@ func TestRestartResumesWhereAcked(t *testing.T) {
 	const total, acks = 20, 8
 	scfg := DefaultSubscriberConfig("processor")
 	scfg.CloseGrace = 100 * time.Millisecond
+	scfg.Consumer.AckWait = time.Second // a give-back lost at the stop comes again soon
 
 	l, err := Open(ctx, testConfig(dir), testLogger(t))
 	if err != nil {
@@ -85,17 +86,29 @@ func TestRestartResumesWhereAcked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The group keeps log order, redeliveries included: a redelivered
-	// acked message would come before the held one. The messages fetched
-	// ahead before the restart were given back, so they come as
-	// redeliveries too; the held one certainly does.
+	// What was acked never comes again, and everything else does. The
+	// messages fetched ahead before the restart were given back, so they
+	// come as redeliveries too; the held one certainly does. Log order
+	// holds except for a give-back the server had not stored when it
+	// stopped: that message comes again only after AckWait (1 s here),
+	// behind later ones (seen about one run in ten), so the order is
+	// checked on the messages in the order the group first hands them
+	// out, each exactly once.
+	seen := map[string]bool{}
+	var highest uint64
 	for i := acks; i < total; i++ {
 		m := receive(t, ch)
-		if m.UUID != published[i].UUID || mustSeq(t, m) != uint64(i+1) {
-			t.Fatalf("after restart, delivery %d: %s at %d, want %s at %d", i, m.UUID, mustSeq(t, m), published[i].UUID, i+1)
+		seq := mustSeq(t, m)
+		if seq <= acks || seq > total || m.UUID != published[seq-1].UUID || seen[m.UUID] {
+			t.Fatalf("after restart, delivery %d: %s at %d, want one of the unacked %d..%d, once", i, m.UUID, seq, acks+1, total)
 		}
+		seen[m.UUID] = true
 		got := m.Metadata.Get(MetaDelivery)
-		if i == acks && got != "2" || got != "1" && got != "2" {
+		if seq < highest && got == "1" {
+			t.Fatalf("after restart, %s at %d came after %d on its first delivery: log order broken", m.UUID, seq, highest)
+		}
+		highest = max(highest, seq)
+		if seq == acks+1 && got != "2" || got != "1" && got != "2" {
 			t.Fatalf("%s delivered with %s %q, want 2 for the held message, else 1 or 2", m.UUID, MetaDelivery, got)
 		}
 		// Pending counts the messages not delivered to the group yet.
