@@ -85,17 +85,8 @@ type dayActivity struct {
 // dataShared is what the copies of one projectData share: indexes built
 // lazily on first use and the per-window cache of active people.
 type dataShared struct {
-	actOnce sync.Once
-	days    []dayActivity
-
 	segOnce  sync.Once
 	segments map[string]bitset // segment ref -> members
-
-	idOnce   sync.Once
-	visitIDs []int32 // visit indexes sorted by visit id
-
-	actionOnce sync.Once
-	byAction   map[string][]int32 // action id -> conversion indexes, by time
 
 	mu     sync.Mutex
 	active map[string]*activeSet
@@ -110,40 +101,32 @@ type activeSet struct {
 // maxActiveCache bounds the cached windows per snapshot.
 const maxActiveCache = 32
 
-// activity returns the per-partition index of people, building it on
-// first use.
-func (d *projectData) activity() []dayActivity {
-	s := d.shared
-	s.actOnce.Do(func() {
-		s.days = make([]dayActivity, 0, len(d.eventParts))
-		type hit struct {
-			p           int32
-			first, last int64
+// dayActivityOf is the people index of decoded events facts: the
+// persons of its parts, sorted, with their first and last time in it.
+func (d *projectData) dayActivityOf(pc *partCache) dayActivity {
+	type hit struct {
+		p           int32
+		first, last int64
+	}
+	var hits []hit
+	for _, sp := range pc.seen {
+		if p, ok := d.Person(sp.part); ok {
+			hits = append(hits, hit{p, sp.first, sp.last})
 		}
-		var hits []hit
-		for _, pc := range d.eventParts {
-			hits = hits[:0]
-			for _, sp := range pc.seen {
-				if p, ok := d.Person(sp.part); ok {
-					hits = append(hits, hit{p, sp.first, sp.last})
-				}
-			}
-			slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.p, b.p) })
-			da := dayActivity{lo: pc.first, hi: pc.lastT}
-			for _, h := range hits {
-				if n := len(da.people); n > 0 && da.people[n-1] == h.p {
-					da.first[n-1] = min(da.first[n-1], h.first)
-					da.last[n-1] = max(da.last[n-1], h.last)
-					continue
-				}
-				da.people = append(da.people, h.p)
-				da.first = append(da.first, h.first)
-				da.last = append(da.last, h.last)
-			}
-			s.days = append(s.days, da)
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.p, b.p) })
+	da := dayActivity{lo: pc.first, hi: pc.lastT}
+	for _, h := range hits {
+		if n := len(da.people); n > 0 && da.people[n-1] == h.p {
+			da.first[n-1] = min(da.first[n-1], h.first)
+			da.last[n-1] = max(da.last[n-1], h.last)
+			continue
 		}
-	})
-	return s.days
+		da.people = append(da.people, h.p)
+		da.first = append(da.first, h.first)
+		da.last = append(da.last, h.last)
+	}
+	return da
 }
 
 // subDay is the longest window whose activity is read from the events
@@ -219,14 +202,16 @@ func (d *projectData) computeActive(ctx context.Context, bounds []time.Time) (*a
 		})
 		return out, err
 	}
-	days := d.activity()
+	days, err := d.activityIn(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
 	cur := newBitset(n)
 	for b := 0; b < nb; b++ {
 		lo, hi := bounds[b].UnixMilli(), bounds[b+1].UnixMilli()
 		clear(cur)
 		var unsure bitset
-		for i := range days {
-			da := &days[i]
+		for _, da := range days {
 			if da.hi < lo || da.lo >= hi {
 				continue
 			}
@@ -307,51 +292,6 @@ func (d *projectData) Segment(segRef string) bitset {
 		return m
 	}
 	return newBitset(len(d.People))
-}
-
-// visitIndex returns the index in d.visits of the visit with this id.
-func (d *projectData) visitIndex(id ref) (int, bool) {
-	s := d.shared
-	s.idOnce.Do(func() {
-		s.visitIDs = make([]int32, len(d.visits))
-		for i := range s.visitIDs {
-			s.visitIDs[i] = int32(i)
-		}
-		slices.SortFunc(s.visitIDs, func(a, b int32) int { return compareRef(d.visits[a].ID, d.visits[b].ID) })
-	})
-	i, ok := slices.BinarySearchFunc(s.visitIDs, id, func(v int32, id ref) int { return compareRef(d.visits[v].ID, id) })
-	if !ok {
-		return 0, false
-	}
-	return int(s.visitIDs[i]), true
-}
-
-// ConversionsOf calls fn with every conversion of the action with a time
-// in [from, to), in time order (the per-action index is built on first
-// use).
-func (d *projectData) ConversionsOf(action string, from, to time.Time, fn func(*conversionRow)) {
-	s := d.shared
-	s.actionOnce.Do(func() {
-		s.byAction = map[string][]int32{}
-		for i := range d.convs {
-			a := d.convs[i].Action
-			s.byAction[a] = append(s.byAction[a], int32(i))
-		}
-	})
-	idx := s.byAction[action]
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	i, _ := slices.BinarySearchFunc(idx, lo, func(c int32, t int64) int { return cmp.Compare(d.convs[c].Time, t) })
-	for ; i < len(idx) && d.convs[idx[i]].Time < hi; i++ {
-		fn(&d.convs[idx[i]])
-	}
-}
-
-// visitRange returns the indexes [i, j) of d.visits starting in [from, to).
-func (d *projectData) visitRange(from, to time.Time) (int, int) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	i, _ := slices.BinarySearchFunc(d.visits, lo, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
-	j, _ := slices.BinarySearchFunc(d.visits, hi, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
-	return i, max(i, j)
 }
 
 // memberRow is a row of segment_members.

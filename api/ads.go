@@ -182,15 +182,15 @@ func (r *Reporting) getAds(c *fiber.Ctx) error {
 		return err
 	}
 	var paid []visitRow
-	visits, err := d.Visits(ctx, period.From.Add(-adsLookback), period.To)
+	err = d.eachVisit(ctx, period.From.Add(-adsLookback), period.To, func(_ vpos, v *visitRow) {
+		if platforms[v.AdPlatform] {
+			paid = append(paid, *v)
+		}
+	})
 	if err != nil {
 		return err
 	}
-	for i := range visits {
-		if platforms[visits[i].AdPlatform] {
-			paid = append(paid, visits[i])
-		}
-	}
+	sortVisits(paid)
 	purchases, err := adsPurchases(ctx, d, period.From, period.To)
 	if err != nil {
 		return err

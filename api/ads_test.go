@@ -58,24 +58,26 @@ func BenchmarkChannels(b *testing.B) {
 		p.FirstTouch.Channel = Channels[rng.IntN(len(Channels))]
 		p.LastTouch.Channel = Channels[rng.IntN(len(Channels))]
 	}
-	d.visits = make([]visitRow, visits)
-	for i := range d.visits {
-		d.visits[i] = visitRow{Start: from.UnixMilli() + int64(i)*span/visits, Person: int32(rng.IntN(people)),
+	vs := make([]visitRow, visits)
+	for i := range vs {
+		vs[i] = visitRow{Start: from.UnixMilli() + int64(i)*span/visits, Person: int32(rng.IntN(people)),
 			Channel: Channels[rng.IntN(len(Channels))], Pageviews: 3, Consented: true}
 	}
-	d.convs = make([]conversionRow, convs)
-	for i := range d.convs {
-		d.convs[i] = conversionRow{Time: from.UnixMilli() + int64(i)*span/convs, Person: int32(rng.IntN(people)), Role: catalog.RoleConversion}
+	cs := make([]conversionRow, convs)
+	for i := range cs {
+		cs[i] = conversionRow{Time: from.UnixMilli() + int64(i)*span/convs, Person: int32(rng.IntN(people)), Role: catalog.RoleConversion}
 	}
 	// The day index of active people: each visit's person is seen on its day.
+	var facts []*partCache
 	for day := 0; day < 30; day++ {
 		pc := &partCache{first: from.AddDate(0, 0, day).UnixMilli(), lastT: from.AddDate(0, 0, day+1).UnixMilli() - 1}
 		for i := day * visits / 30; i < (day+1)*visits/30; i++ {
-			v := &d.visits[i]
+			v := &vs[i]
 			pc.seen = append(pc.seen, seenPart{d.People[v.Person].Ref, v.Start, v.Start})
 		}
-		d.eventParts = append(d.eventParts, pc)
+		facts = append(facts, pc)
 	}
+	pinDays(d, vs, cs, facts)
 	w := Window{From: from, To: now}
 	b.ReportAllocs()
 	b.SetBytes(int64(visits))

@@ -74,12 +74,10 @@ func computeChannels(ctx context.Context, d *projectData, w Window, touch string
 	} else {
 		people = newBitset(n)
 	}
-	i, j := d.visitRange(w.From, w.To)
-	for k := i; k < j; k++ {
+	err = d.eachVisit(ctx, w.From, w.To, func(k vpos, v *visitRow) {
 		if !chosen.has(k) {
-			continue
+			return
 		}
-		v := &d.visits[k]
 		ch := v.Channel
 		if rep.byChannel[ch] == nil {
 			ch = "direct" // a channel this build does not know
@@ -93,6 +91,9 @@ func computeChannels(ctx context.Context, d *projectData, w Window, touch string
 		if chosen != nil && v.Person >= 0 {
 			people.add(v.Person)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
 	bought, err := d.Buyers(ctx, w.From, w.To)

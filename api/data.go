@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/mfhq/mf/rollups"
@@ -15,16 +14,17 @@ import (
 )
 
 // The reporting data layer: the processor's tables of a project
-// (docs/processor.md, "Tables") decoded once per snapshot and partition and
-// kept in memory, so that a request scans cached slices and never decodes
-// Parquet. People, identities, visits and conversions are decoded per
-// partition and cached while the partition's files are unchanged; the
-// events table (the largest) is read through the rollups reader's cache on
-// every call that needs it.
+// (docs/processor.md, "Tables") as one consistent snapshot. People and
+// identities are decoded whole per snapshot (the person index every
+// report counts by); the day-partitioned tables (visits, conversions, the
+// events' facts) are read for the days a request asks for, through a
+// byte-bounded cache (data_days.go); the events themselves are read
+// through the rollups reader (and its column cache) on every call that
+// needs them.
 
 // projectData is one consistent snapshot of a project's tables (one
-// manifest version). It is shared by concurrent requests and never
-// modified after it is built.
+// manifest version), copied per request (each copy pins what its request
+// read). It is never modified after it is built.
 type projectData struct {
 	Project *catalog.Project
 	Loc     *time.Location
@@ -34,21 +34,22 @@ type projectData struct {
 	// index used by the other rows.
 	People []personRow
 
+	pid        string  // the project of the tables
 	peopleRefs []ref   // People[i].Ref, for binary search
 	idUnits    []ref   // claimed browsers, sorted
 	idPerson   []int32 // their person's index
-	visits     []visitRow
-	convs      []conversionRow
-	purchases  []purchaseRow
-	first      int64 // earliest event, Unix ms
+	peopleGen  uint64  // identifies this people index (chunks resolved against it)
+	first      int64   // earliest event, Unix ms
 	hasFirst   bool
 
-	snap   *rollups.Snapshot // nil without tables
-	events []string          // day partitions of the events table
-
-	eventParts  []*partCache // decoded facts of each events partition
-	memberParts []*partCache // segment_members partitions
-	shared      *dataShared  // lazy indexes and caches of this snapshot
+	snap        *rollups.Snapshot   // nil without tables
+	events      []string            // day partitions of the events table
+	days        map[string]dayParts // visits, conversions, events: day partitions
+	rows        *rowCache           // decoded day partitions, shared
+	pc          *projectCache       // the project's cache (latest chunk resolutions)
+	req         *pins               // the chunks this request read
+	memberParts []*partCache        // segment_members partitions
+	shared      *dataShared         // lazy indexes and caches of this snapshot
 }
 
 // Person returns the person index of a person ref or of a browser ref
@@ -72,51 +73,6 @@ func (d *projectData) personOf(r ref) int32 {
 	}
 	p, _ := d.Person(r)
 	return p
-}
-
-// Visits returns the visits starting in [from, to), sorted by start and
-// id. The slice is shared: do not modify it.
-func (d *projectData) Visits(ctx context.Context, from, to time.Time) ([]visitRow, error) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	i := sort.Search(len(d.visits), func(i int) bool { return d.visits[i].Start >= lo })
-	j := sort.Search(len(d.visits), func(i int) bool { return d.visits[i].Start >= hi })
-	if j < i {
-		j = i
-	}
-	return d.visits[i:j:j], ctx.Err()
-}
-
-// AllVisits returns every visit of the retained tables, sorted by start
-// and id (shared: do not modify).
-func (d *projectData) AllVisits() []visitRow { return d.visits[:len(d.visits):len(d.visits)] }
-
-// Conversions returns the conversions with a time in [from, to), sorted by
-// time, event id and action. The slice is shared: do not modify it.
-func (d *projectData) Conversions(ctx context.Context, from, to time.Time) ([]conversionRow, error) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	i := sort.Search(len(d.convs), func(i int) bool { return d.convs[i].Time >= lo })
-	j := sort.Search(len(d.convs), func(i int) bool { return d.convs[i].Time >= hi })
-	if j < i {
-		j = i
-	}
-	return d.convs[i:j:j], ctx.Err()
-}
-
-// AllConversions returns every conversion, sorted by time (shared).
-func (d *projectData) AllConversions() []conversionRow {
-	return d.convs[:len(d.convs):len(d.convs)]
-}
-
-// Purchases returns the purchases with a time in [from, to), sorted by
-// time and event id. The slice is shared: do not modify it.
-func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purchaseRow, error) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	i := sort.Search(len(d.purchases), func(i int) bool { return d.purchases[i].Time >= lo })
-	j := sort.Search(len(d.purchases), func(i int) bool { return d.purchases[i].Time >= hi })
-	if j < i {
-		j = i
-	}
-	return d.purchases[i:j:j], ctx.Err()
 }
 
 // FirstEvent is the time of the project's earliest event in its tables.

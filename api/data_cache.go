@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,13 +24,13 @@ import (
 func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData, error) {
 	loc := p.Location()
 	if r.deps.Reader == nil {
-		return &projectData{Project: p, Loc: loc, shared: &dataShared{}}, nil
+		return &projectData{Project: p, Loc: loc, shared: &dataShared{}, req: &pins{}}, nil
 	}
 	sn, err := r.deps.Reader.Snapshot(ctx, p.ID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 	}
-	d, err := r.tables.project(p.ID).load(ctx, sn)
+	d, err := r.tables.project(p.ID).load(ctx, sn, r.rows)
 	if err != nil {
 		if !errors.Is(err, rollups.ErrFileGone) {
 			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
@@ -40,12 +39,12 @@ func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData,
 		if sn, err = r.deps.Reader.Refresh(ctx, p.ID); err != nil {
 			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 		}
-		if d, err = r.tables.project(p.ID).load(ctx, sn); err != nil {
+		if d, err = r.tables.project(p.ID).load(ctx, sn, r.rows); err != nil {
 			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 		}
 	}
 	out := *d
-	out.Project, out.Loc = p, loc
+	out.Project, out.Loc, out.req = p, loc, &pins{}
 	return &out, nil
 }
 
@@ -63,7 +62,7 @@ func (c *dataCache) project(id string) *projectCache {
 	}
 	pc := c.projects[id]
 	if pc == nil {
-		pc = &projectCache{parts: map[string]*partCache{}}
+		pc = &projectCache{parts: map[string]*partCache{}, latest: map[string]latestChunk{}}
 		c.projects[id] = pc
 	}
 	return pc
@@ -72,9 +71,13 @@ func (c *dataCache) project(id string) *projectCache {
 // projectCache is one project's decoded partitions and its latest
 // projectData. One load runs at a time; others wait for it.
 type projectCache struct {
-	mu    sync.Mutex
-	last  *projectData
-	parts map[string]*partCache // by table/partition
+	mu        sync.Mutex
+	last      *projectData
+	parts     map[string]*partCache // segment members, by table/partition
+	peopleGen uint64                // the last people index built
+
+	chunkMu sync.Mutex
+	latest  map[string]latestChunk // by table/partition (data_days.go)
 }
 
 // partCache is the decoded rows of one partition, valid while its files
@@ -120,7 +123,7 @@ func tableSig(m *rollups.Manifest, table string) string {
 	return b.String()
 }
 
-func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projectData, error) {
+func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *rowCache) (*projectData, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	m := sn.Manifest()
@@ -133,7 +136,8 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		pc.last = d
 		return d, nil
 	}
-	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn, shared: &dataShared{}}
+	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn, shared: &dataShared{},
+		pid: projectID(m), rows: rows, pc: pc, req: &pins{}}
 	seen := map[string]bool{}
 	part := func(table, p string, decode func(*partCache, arrow.Record) error, cols []string) (*partCache, error) {
 		key := table + "/" + p
@@ -149,9 +153,13 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		if err != nil {
 			return nil, err
 		}
-		c.seenAt = nil // only needed while decoding
 		pc.parts[key] = c
 		return c, nil
+	}
+	scan := func(table, p string, decode func(*partCache, arrow.Record) error, cols []string, into *partCache) error {
+		return sn.Scan(ctx, table, rollups.ScanOptions{Partitions: []string{p}, Columns: cols, Uncached: true}, func(b rollups.Batch) error {
+			return decode(into, b.Record)
+		})
 	}
 	partitions := func(table string) []string {
 		if ts := m.Tables[table]; ts != nil {
@@ -160,30 +168,21 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		return nil
 	}
 
-	// People and identities: rebuilt when any of their partitions changed.
+	// People and identities: decoded whole, again when any of their
+	// partitions changed.
 	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
 		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
-		d.People, d.peopleRefs, d.idUnits, d.idPerson = last.People, last.peopleRefs, last.idUnits, last.idPerson
-		for _, t := range []string{tables.People, tables.Identities} {
-			for _, p := range partitions(t) {
-				seen[t+"/"+p] = true
-			}
-		}
+		d.People, d.peopleRefs, d.idUnits, d.idPerson, d.peopleGen = last.People, last.peopleRefs, last.idUnits, last.idPerson, last.peopleGen
 	} else {
-		var parts []*partCache
-		n := 0
+		pc.peopleGen++
+		d.peopleGen = pc.peopleGen
+		all := &partCache{}
 		for _, p := range partitions(tables.People) {
-			c, err := part(tables.People, p, decodePeople, peopleColumns)
-			if err != nil {
+			if err := scan(tables.People, p, decodePeople, peopleColumns, all); err != nil {
 				return nil, err
 			}
-			parts = append(parts, c)
-			n += len(c.people)
 		}
-		d.People = make([]personRow, 0, n)
-		for _, c := range parts {
-			d.People = append(d.People, c.people...)
-		}
+		d.People = slices.Clip(all.people)
 		if !slices.IsSortedFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) }) {
 			slices.SortFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) })
 		}
@@ -193,13 +192,14 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 		}
 		type claim struct{ unit, person ref }
 		var claims []claim
+		ids := &partCache{}
 		for _, p := range partitions(tables.Identities) {
-			c, err := part(tables.Identities, p, decodeIdentities, identityColumns)
-			if err != nil {
+			ids.units, ids.owners = ids.units[:0], ids.owners[:0]
+			if err := scan(tables.Identities, p, decodeIdentities, identityColumns, ids); err != nil {
 				return nil, err
 			}
-			for i := range c.units {
-				claims = append(claims, claim{c.units[i], c.owners[i]})
+			for i := range ids.units {
+				claims = append(claims, claim{ids.units[i], ids.owners[i]})
 			}
 		}
 		slices.SortFunc(claims, func(a, b claim) int { return compareRef(a.unit, b.unit) })
@@ -213,111 +213,19 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot) (*projec
 			}
 		}
 	}
-	peopleSame := last != nil && len(last.People) == len(d.People) && (len(d.People) == 0 || &last.People[0] == &d.People[0]) &&
-		len(last.idUnits) == len(d.idUnits) && (len(d.idUnits) == 0 || &last.idUnits[0] == &d.idUnits[0])
 
-	// Visits: the day partitions in order, each sorted by start.
-	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tables.Visits) == tableSig(m, tables.Visits) {
-		d.visits = last.visits
-		for _, p := range partitions(tables.Visits) {
-			seen[tables.Visits+"/"+p] = true
-		}
-	} else {
-		n := 0
-		var parts []*partCache
-		for _, p := range partitions(tables.Visits) {
-			c, err := part(tables.Visits, p, decodeVisits, visitColumns)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, c)
-			n += len(c.visits)
-		}
-		d.visits = make([]visitRow, 0, n)
-		for _, c := range parts {
-			d.visits = append(d.visits, c.visits...)
-		}
-		sortVisits(d.visits)
-		for i := range d.visits {
-			v := &d.visits[i]
-			v.Person = noPerson
-			if v.Consented {
-				v.Person = d.personOf(v.PersonRef)
-			}
-		}
+	// The day-partitioned tables: their partitions only; rows are read
+	// per request (data_days.go).
+	d.days = map[string]dayParts{}
+	for _, t := range []string{tables.Visits, tables.Conversions, tables.Events} {
+		d.days[t] = dayPartsOf(m, t)
 	}
+	d.events = d.days[tables.Events].names
+	if err := d.firstEvent(ctx); err != nil {
+		return nil, err
+	}
+	d.req = nil // the pins of the first request, not of the snapshot
 
-	// Conversions: by time.
-	if peopleSame && last.snap != nil && tableSig(last.snap.Manifest(), tables.Conversions) == tableSig(m, tables.Conversions) {
-		d.convs = last.convs
-		for _, p := range partitions(tables.Conversions) {
-			seen[tables.Conversions+"/"+p] = true
-		}
-	} else {
-		n := 0
-		var parts []*partCache
-		for _, p := range partitions(tables.Conversions) {
-			c, err := part(tables.Conversions, p, decodeConversions, conversionColumns)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, c)
-			n += len(c.convs)
-		}
-		d.convs = make([]conversionRow, 0, n)
-		for _, c := range parts {
-			d.convs = append(d.convs, c.convs...)
-		}
-		slices.SortFunc(d.convs, compareConversions)
-		for i := range d.convs {
-			cv := &d.convs[i]
-			cv.Person = noPerson
-			if cv.Consented {
-				cv.Person = d.personOf(cv.Owner)
-			}
-		}
-	}
-
-	// Events: the day partitions, the earliest time and the purchases.
-	d.events = partitions(tables.Events)
-	var buyParts [][]purchaseRow
-	n := 0
-	for _, p := range d.events {
-		c, err := part(tables.Events, p, decodeEventFacts(projectID(m)), eventFactColumns)
-		if err != nil {
-			return nil, err
-		}
-		d.eventParts = append(d.eventParts, c)
-		if c.first != 0 && (!d.hasFirst || c.first < d.first) {
-			d.first, d.hasFirst = c.first, true
-		}
-		buyParts = append(buyParts, c.buys)
-		n += len(c.buys)
-	}
-	d.purchases = make([]purchaseRow, 0, n)
-	for _, b := range buyParts {
-		d.purchases = append(d.purchases, b...)
-	}
-	slices.SortFunc(d.purchases, func(a, b purchaseRow) int {
-		if c := cmp.Compare(a.Time, b.Time); c != 0 {
-			return c
-		}
-		return compareRef(a.EventID, b.EventID)
-	})
-	for i := range d.purchases {
-		b := &d.purchases[i]
-		b.Person = noPerson
-		if !b.Consented {
-			continue
-		}
-		if b.UserID != "" {
-			if p, ok := d.Person(UserRef(projectID(m), b.UserID)); ok {
-				b.Person = p
-			}
-			continue
-		}
-		b.Person = d.personOf(b.Unit)
-	}
 	// Segment members: decoded per partition, indexed on first use.
 	for _, p := range partitions(tables.Members) {
 		c, err := part(tables.Members, p, decodeMembers, memberColumns)

@@ -312,26 +312,29 @@ func clickSource(query string) string {
 }
 
 // visitChoice is the visits of a window that event filters chose, by
-// index in the visits table; a nil choice chooses every visit.
+// position; a nil choice chooses every visit.
 type visitChoice struct {
-	d    *projectData
-	base int
-	keep []bool
+	f    *visitFinder // the window's visits
+	keep [][]bool     // per partition of the window, per row
 }
 
-// has reports whether visit i (an index of d.visits) is chosen.
-func (c *visitChoice) has(i int) bool {
-	return c == nil || (i >= c.base && i < c.base+len(c.keep) && c.keep[i-c.base])
-}
-
-// hasID reports whether the visit with this id is chosen (false for the
-// zero id when filtering).
-func (c *visitChoice) hasID(id ref) bool {
+// has reports whether the visit at p is chosen.
+func (c *visitChoice) has(p vpos) bool {
 	if c == nil {
 		return true
 	}
-	i, ok := c.d.visitIndex(id)
-	return ok && c.has(i)
+	i := p.ord() - c.f.a
+	return i >= 0 && i < len(c.keep) && c.keep[i][p.row()]
+}
+
+// hasID reports whether the visit with this id, holding time t, is
+// chosen (false for the zero id when filtering).
+func (c *visitChoice) hasID(id ref, t int64) bool {
+	if c == nil {
+		return true
+	}
+	p, ok := c.f.find(id, t)
+	return ok && c.has(p)
 }
 
 // chosenVisits returns the visits starting in w that the filters choose:
@@ -343,38 +346,51 @@ func (d *projectData) chosenVisits(ctx context.Context, w Window, fs []Filter) (
 		return nil, nil
 	}
 	m := newEventMatcher(fs)
-	i, j := d.visitRange(w.From, w.To)
-	c := &visitChoice{d: d, base: i, keep: make([]bool, j-i)}
+	f, err := d.visitFinder(ctx, w.From, w.To)
+	if err != nil {
+		return nil, err
+	}
+	c := &visitChoice{f: f, keep: make([][]bool, len(f.chunks))}
+	for i, ch := range f.chunks {
+		c.keep[i] = make([]bool, len(ch.rows))
+	}
 	if len(m.event) == 0 {
-		for k := i; k < j; k++ {
-			c.keep[k-i] = m.matchVisit(&d.visits[k])
-		}
-		return c, nil
+		err := d.eachVisit(ctx, w.From, w.To, func(p vpos, v *visitRow) {
+			c.keep[p.ord()-f.a][p.row()] = m.matchVisit(v)
+		})
+		return c, err
 	}
 	// Candidates hold the visit-level filters; one of their events must
 	// hold the others. Events of a visit may run past the window's end.
-	cand := make([]bool, j-i)
+	cand := make([][]bool, len(f.chunks))
+	for i, ch := range f.chunks {
+		cand[i] = make([]bool, len(ch.rows))
+	}
 	end, n := w.To.UnixMilli(), 0
-	for k := i; k < j; k++ {
-		if v := &d.visits[k]; m.matchVisit(v) {
-			cand[k-i] = true
+	err = d.eachVisit(ctx, w.From, w.To, func(p vpos, v *visitRow) {
+		if m.matchVisit(v) {
+			cand[p.ord()-f.a][p.row()] = true
 			end = max(end, v.End+1)
 			n++
 		}
+	})
+	if err != nil || n == 0 {
+		return c, err
 	}
-	if n == 0 {
-		return c, nil
-	}
-	err := d.Events(ctx, w.From, time.UnixMilli(end), false, func(e *eventRow) bool {
+	err = d.Events(ctx, w.From, time.UnixMilli(end), false, func(e *eventRow) bool {
 		if e.Visit == (ref{}) {
 			return true
 		}
-		k, ok := d.visitIndex(e.Visit)
-		if !ok || k < i || k >= j || !cand[k-i] || c.keep[k-i] {
+		p, ok := f.find(e.Visit, e.Time)
+		if !ok {
+			return true
+		}
+		i, k := p.ord()-f.a, p.row()
+		if !cand[i][k] || c.keep[i][k] {
 			return true
 		}
 		if m.matchEvent(e) {
-			c.keep[k-i] = true
+			c.keep[i][k] = true
 		}
 		return true
 	})

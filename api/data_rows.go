@@ -119,6 +119,15 @@ type purchaseRow struct {
 	Consented bool
 }
 
+// stringBytes is the size of the visit's strings, for the cache's
+// accounting.
+func (v *visitRow) stringBytes() int64 {
+	return int64(len(v.Channel) + len(v.Source) + len(v.Medium) + len(v.Campaign) + len(v.Term) + len(v.Content) +
+		len(v.AdPlatform) + len(v.ClickID) + len(v.ReferrerHost) + len(v.ReferrerName) + len(v.LandingHost) +
+		len(v.LandingPath) + len(v.ExitPath) + len(v.Country) + len(v.Region) + len(v.Device) + len(v.Browser) +
+		len(v.OS) + len(v.Locale) + len(v.SourceID))
+}
+
 func compareRef(a, b ref) int { return bytes.Compare(a[:], b[:]) }
 
 // UserRef is the person ref of a userId: SHA-256("mf/ref/v1" 0x00 project

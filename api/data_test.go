@@ -146,7 +146,7 @@ func TestDataLayer(t *testing.T) {
 	if len(b.People) != 0 {
 		t.Errorf("blog people: %d", len(b.People))
 	}
-	if v := b.AllVisits(); len(v) != 4 {
+	if v, err := b.Visits(ctx, time.Unix(0, 0), testNow); err != nil || len(v) != 4 {
 		t.Errorf("blog visits: %d, want 4", len(v))
 	}
 	// A project without tables reads as empty.

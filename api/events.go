@@ -100,6 +100,12 @@ func (d *projectData) eventResource(e *eventRow) Resource {
 // listEvents answers GET /projects/{project_id}/events. The cursor holds
 // the (time, id) of the last event handed out; the next page lists the
 // events before it in the window as it is at that request.
+// visitLookback is how long before a period the visits of its events are
+// looked for (docs/reporting-data.md): a visit that started earlier and
+// still has events in the period is not found by the event list's visit
+// filters.
+const visitLookback = 48 * time.Hour
+
 func (r *Reporting) listEvents(c *fiber.Ctx) error {
 	rp, err := r.openReport(c, EventPeriods)
 	if err != nil {
@@ -127,6 +133,12 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 		copy(after.ID[:], pos[8:])
 	}
 	m := newEventListMatcher(filters)
+	var visits *visitFinder // the visits the events may belong to
+	if !m.empty() {
+		if visits, err = rp.d.visitFinder(c.UserContext(), rp.p.From.Add(-visitLookback), rp.p.To); err != nil {
+			return err
+		}
+	}
 	page := make([]Resource, 0, PageSize)
 	var last eventRow
 	more := false
@@ -136,8 +148,8 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 		}
 		if !m.empty() {
 			var v *visitRow
-			if k, ok := rp.d.visitIndex(e.Visit); ok && e.Visit != (ref{}) {
-				v = &rp.d.visits[k]
+			if k, ok := visits.find(e.Visit, e.Time); ok {
+				v = visits.row(k)
 			}
 			if !m.match(e, v) {
 				return true

@@ -131,7 +131,7 @@ func (r *Reporting) getFunnel(c *fiber.Ctx) error {
 			return err
 		}
 		window := int64(fq.window) * funnelDayMs
-		convs, err := d.Conversions(c.UserContext(), fq.period.From, fq.period.To.Add(time.Duration(window)*time.Millisecond))
+		convs, err := d.ConversionRows(c.UserContext(), fq.period.From, fq.period.To.Add(time.Duration(window)*time.Millisecond))
 		if err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func (s funnelSpec) reach(items []funnelItem) int {
 
 // byPerson returns, per person index, how many steps they reached
 // (consented conversions of people only). convs are sorted by time.
-func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
+func (s funnelSpec) byPerson(nPeople int, convs convRows) []uint8 {
 	// One pass over the (wide) rows keeps the step conversions of people
 	// with a first step in the period, compactly; a counting sort by
 	// person then groups them, each person's in time order.
@@ -280,20 +280,22 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 		act uint8
 	}
 	started := newBitset(nPeople)
-	kept := make([]sel, 0, len(convs))
-	for i := range convs {
-		cv := &convs[i]
-		if cv.Person < 0 || !cv.Consented {
-			continue
+	kept := make([]sel, 0, convs.Len())
+	for _, rows := range convs {
+		for i := range rows {
+			cv := &rows[i]
+			if cv.Person < 0 || !cv.Consented {
+				continue
+			}
+			a, ok := s.act(cv.Action)
+			if !ok {
+				continue
+			}
+			if a == s.steps[0] && cv.Time >= s.from && cv.Time < s.to {
+				started.add(cv.Person)
+			}
+			kept = append(kept, sel{t: cv.Time, p: cv.Person, act: a})
 		}
-		a, ok := s.act(cv.Action)
-		if !ok {
-			continue
-		}
-		if a == s.steps[0] && cv.Time >= s.from && cv.Time < s.to {
-			started.add(cv.Person)
-		}
-		kept = append(kept, sel{t: cv.Time, p: cv.Person, act: a})
 	}
 	// end[p] counts, then (prefix sums) ends the group of person p-1;
 	// scattering moves it to the end of p's group.
@@ -327,7 +329,7 @@ func (s funnelSpec) byPerson(nPeople int, convs []conversionRow) []uint8 {
 }
 
 // countPeople counts the people who reached each step.
-func (s funnelSpec) countPeople(nPeople int, convs []conversionRow) []int64 {
+func (s funnelSpec) countPeople(nPeople int, convs convRows) []int64 {
 	counts := make([]int64, len(s.steps))
 	for _, k := range s.byPerson(nPeople, convs) {
 		for j := 0; j < int(k); j++ {
@@ -339,22 +341,24 @@ func (s funnelSpec) countPeople(nPeople int, convs []conversionRow) []int64 {
 
 // countVisits counts the visits that reached each step (consented
 // conversions with a visit only).
-func (s funnelSpec) countVisits(convs []conversionRow) []int64 {
+func (s funnelSpec) countVisits(convs convRows) []int64 {
 	index := map[ref]int32{}
 	var groups [][]funnelItem
-	for i := range convs {
-		cv := &convs[i]
-		a, ok := s.act(cv.Action)
-		if !ok || !cv.Consented || cv.Visit == (ref{}) {
-			continue
+	for _, rows := range convs {
+		for i := range rows {
+			cv := &rows[i]
+			a, ok := s.act(cv.Action)
+			if !ok || !cv.Consented || cv.Visit == (ref{}) {
+				continue
+			}
+			g, ok := index[cv.Visit]
+			if !ok {
+				g = int32(len(groups))
+				index[cv.Visit] = g
+				groups = append(groups, nil)
+			}
+			groups[g] = append(groups[g], funnelItem{t: cv.Time, act: a})
 		}
-		g, ok := index[cv.Visit]
-		if !ok {
-			g = int32(len(groups))
-			index[cv.Visit] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], funnelItem{t: cv.Time, act: a})
 	}
 	counts := make([]int64, len(s.steps))
 	for _, g := range groups {

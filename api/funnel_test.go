@@ -45,10 +45,10 @@ func TestFunnelMachine(t *testing.T) {
 				convs = append(convs, conversionRow{Action: it[0].(string), Time: int64(it[1].(float64)) * minute,
 					EventID: ev, Visit: ref{1}, Person: 0, Consented: true})
 			}
-			if got := spec.byPerson(1, convs)[0]; int(got) != tc.Reach {
+			if got := spec.byPerson(1, convRows{convs})[0]; int(got) != tc.Reach {
 				t.Errorf("by person: reach %d, want %d", got, tc.Reach)
 			}
-			counts := spec.countVisits(convs)
+			counts := spec.countVisits(convRows{convs})
 			got := 0
 			for _, c := range counts {
 				got += int(c)
@@ -61,10 +61,10 @@ func TestFunnelMachine(t *testing.T) {
 			for i := range convs {
 				convs[i].Consented = false
 			}
-			if got := spec.byPerson(1, convs)[0]; got != 0 {
+			if got := spec.byPerson(1, convRows{convs})[0]; got != 0 {
 				t.Errorf("consentless by person: reach %d, want 0", got)
 			}
-			if c := spec.countVisits(convs); c[0] != 0 {
+			if c := spec.countVisits(convRows{convs}); c[0] != 0 {
 				t.Errorf("consentless by visit: %v, want nothing", c)
 			}
 		})
@@ -99,7 +99,7 @@ func BenchmarkFunnel(b *testing.B) {
 	b.ResetTimer()
 	var counts []int64
 	for i := 0; i < b.N; i++ {
-		counts = spec.countPeople(people, rows)
+		counts = spec.countPeople(people, convRows{rows})
 	}
 	b.StopTimer()
 	if counts[0] == 0 {

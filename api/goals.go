@@ -58,7 +58,7 @@ func (rp *report) goalScan(ctx context.Context, goal string, w Window, bounds []
 		stamp = map[int32]int{}
 	}
 	for b := 0; b < n; b++ {
-		d.ConversionsOf(goal, bounds[b], bounds[b+1], func(c *conversionRow) {
+		err := d.ConversionsOf(ctx, goal, bounds[b], bounds[b+1], func(c *conversionRow) {
 			g.conversions[b]++
 			g.totalConv++
 			if c.HasValue {
@@ -77,6 +77,9 @@ func (rp *report) goalScan(ctx context.Context, goal string, w Window, bounds []
 				g.people[b]++
 			}
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return g, ctx.Err()
 }

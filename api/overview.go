@@ -120,21 +120,19 @@ func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen
 		stamp = make([]uint32, len(d.People))
 	}
 	for b := 0; b < n; b++ {
-		i, j := d.visitRange(bounds[b], bounds[b+1])
-		for k := i; k < j; k++ {
+		err := d.eachVisit(ctx, bounds[b], bounds[b+1], func(k vpos, v *visitRow) {
 			if !chosen.has(k) {
-				continue
+				return
 			}
-			v := &d.visits[k]
 			a.visits[b]++
 			a.pageviews[b] += int64(v.Pageviews)
 			a.pv += int64(v.Pageviews)
 			if !v.Consented {
-				continue
+				return
 			}
 			a.consPV += int64(v.Pageviews)
 			if chosen == nil || v.Person < 0 {
-				continue
+				return
 			}
 			if n == 1 {
 				if a.active.add(v.Person) {
@@ -144,6 +142,9 @@ func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen
 				stamp[v.Person] = uint32(b + 1)
 				a.people[b]++
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 		a.totalVisits += a.visits[b]
 	}
@@ -172,7 +173,7 @@ func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen *vi
 	nb := 0
 	for i := range ps {
 		b := &ps[i]
-		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen.hasID(b.Visit))
+		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen.hasID(b.Visit, b.Time))
 		if !in {
 			continue
 		}
@@ -273,14 +274,18 @@ func countingGoals(st *catalog.State, project string) map[string]bool {
 // goalConversions counts the conversions of w to the goals (by visit
 // when chosen).
 func (rp *report) goalConversions(ctx context.Context, w Window, goals map[string]bool, chosen *visitChoice) (int, error) {
-	cs, err := rp.d.Conversions(ctx, w.From, w.To)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for i := range cs {
-		if goals[cs[i].Action] && (chosen == nil || (cs[i].Visit != (ref{}) && chosen.hasID(cs[i].Visit))) {
-			n++
+	for g, ok := range goals {
+		if !ok {
+			continue
+		}
+		err := rp.d.ConversionsOf(ctx, g, w.From, w.To, func(cv *conversionRow) {
+			if chosen == nil || (cv.Visit != (ref{}) && chosen.hasID(cv.Visit, cv.Time)) {
+				n++
+			}
+		})
+		if err != nil {
+			return 0, err
 		}
 	}
 	return n, nil

@@ -266,15 +266,14 @@ type peopleSelection struct {
 // filters, sorted by the key descending and the ref ascending.
 func selectPeople(ctx context.Context, d *projectData, st *catalog.State, pq *peopleQuery, from, to time.Time) (peopleSelection, error) {
 	n := len(d.People)
-	visits, err := d.Visits(ctx, from, to)
+	nVisits := make([]int32, n)
+	err := d.eachVisit(ctx, from, to, func(_ vpos, v *visitRow) {
+		if v.Person >= 0 {
+			nVisits[v.Person]++
+		}
+	})
 	if err != nil {
 		return peopleSelection{}, err
-	}
-	nVisits := make([]int32, n)
-	for i := range visits {
-		if p := visits[i].Person; p >= 0 {
-			nVisits[p]++
-		}
 	}
 	active, err := d.ActiveIn(ctx, from, to)
 	if err != nil {
@@ -442,11 +441,14 @@ func (ev *personEval) filter(f Filter) (personPred, error) {
 		return func(_ int32, p *personRow) bool { return personIsOp(op, p.Device == v) }, nil
 	case "goal", "action":
 		did := newBitset(len(ev.d.People))
-		ev.d.ConversionsOf(v, ev.from, ev.to, func(cv *conversionRow) {
+		err := ev.d.ConversionsOf(ev.ctx, v, ev.from, ev.to, func(cv *conversionRow) {
 			if cv.Person >= 0 {
 				did.add(cv.Person)
 			}
 		})
+		if err != nil {
+			return nil, err
+		}
 		return func(i int32, _ *personRow) bool { return personIsOp(op, did.has(i)) }, nil
 	case "purchase":
 		bought, err := ev.purchases()
@@ -464,7 +466,7 @@ func (ev *personEval) filter(f Filter) (personPred, error) {
 	case "funnel":
 		fv := f.Funnel
 		window := int64(fv.Window) * funnelDayMs
-		convs, err := ev.d.Conversions(ev.ctx, ev.from, ev.to.Add(time.Duration(window)*time.Millisecond))
+		convs, err := ev.d.ConversionRows(ev.ctx, ev.from, ev.to.Add(time.Duration(window)*time.Millisecond))
 		if err != nil {
 			return nil, err
 		}

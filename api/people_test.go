@@ -391,9 +391,9 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 		p.LastSeen = p.FirstSeen + int64(i%90)*dayMs/3
 		p.Stage, p.Revenue = "visitor", []Money{}
 	}
-	d.visits = make([]visitRow, visits)
-	for i := range d.visits {
-		d.visits[i] = visitRow{Start: from.UnixMilli() + int64(i)*(to.UnixMilli()-from.UnixMilli())/visits,
+	vs := make([]visitRow, visits)
+	for i := range vs {
+		vs[i] = visitRow{Start: from.UnixMilli() + int64(i)*(to.UnixMilli()-from.UnixMilli())/visits,
 			Person: int32(i * 7919 % people), Consented: true}
 	}
 	// The day index of active people: everyone on the days of their first
@@ -412,14 +412,16 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 		see(int32(i), d.People[i].FirstSeen)
 		see(int32(i), d.People[i].LastSeen)
 	}
-	for i := range d.visits {
-		see(d.visits[i].Person, d.visits[i].Start)
+	for i := range vs {
+		see(vs[i].Person, vs[i].Start)
 	}
+	var facts []*partCache
 	for day := start / dayMs; day <= to.UnixMilli()/dayMs; day++ {
 		if pc := days[day]; pc != nil {
-			d.eventParts = append(d.eventParts, pc)
+			facts = append(facts, pc)
 		}
 	}
+	pinDays(d, vs, nil, facts)
 	st := &peopleQuery{period: Period{Window: Window{From: from, To: to}, Location: loc}, view: "everyone", sort: "last_seen"}
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -47,6 +47,10 @@ type ReportingConfig struct {
 	// AccessFlushInterval is how often access records are appended to the
 	// object store. Default 10s.
 	AccessFlushInterval time.Duration
+	// CacheBytes bounds the decoded day partitions (visits, conversions,
+	// events facts) kept across requests, for every project together
+	// (docs/reporting-data.md). Default 256 MiB.
+	CacheBytes int64
 }
 
 // DefaultReportingConfig returns the defaults.
@@ -58,6 +62,7 @@ func DefaultReportingConfig() ReportingConfig {
 		AccessTokenTTL:      time.Hour,
 		RefreshTokenTTL:     30 * 24 * time.Hour,
 		RecentAccess:        100,
+		CacheBytes:          256 << 20,
 		AccessFlushInterval: 10 * time.Second,
 	}
 }
@@ -81,6 +86,8 @@ func (c ReportingConfig) Validate() error {
 		return errors.New("reporting config: RecentAccess must be at least 1")
 	case c.AccessFlushInterval <= 0:
 		return errors.New("reporting config: AccessFlushInterval must be positive")
+	case c.CacheBytes < 0:
+		return fmt.Errorf("reporting config: CacheBytes is %d; use 0 (no cache) or a positive size", c.CacheBytes)
 	}
 	return nil
 }
@@ -119,11 +126,16 @@ type Reporting struct {
 	refused   *windowLimiter
 	access    *accessLog
 	tables    dataCache // decoded tables per project (data.go)
+	rows      *rowCache // decoded day partitions, every project (data_days.go)
 
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 }
+
+// CacheStats returns the counters of the data layer's cache of decoded
+// day partitions.
+func (r *Reporting) CacheStats() RowCacheStats { return r.rows.stats() }
 
 // NewReporting builds the reporting API. It loads (or creates) the
 // installation secret in the bucket and starts the access-record flusher.
@@ -150,6 +162,7 @@ func NewReporting(ctx context.Context, cfg ReportingConfig, deps ReportingDeps, 
 		agents:    newWindowLimiter(cfg.AgentCallsPerMinute, time.Minute),
 		refused:   newWindowLimiter(cfg.RefusedPerMinute, time.Minute),
 		access:    newAccessLog(deps.Bucket, cfg.RecentAccess, logger),
+		rows:      newRowCache(cfg.CacheBytes),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

@@ -217,6 +217,10 @@ type ScanOptions struct {
 	// an int64 or time.Time for timestamps and dates, a string for strings,
 	// a []byte or [16]byte for binaries.
 	KeyMin, KeyMax any
+	// Uncached reads the columns without keeping them in the reader's
+	// cache (columns already there are still used): for callers that
+	// keep what they decode themselves.
+	Uncached bool
 }
 
 // Batch is one piece of a scan: rows of one row group of one data file.
@@ -271,10 +275,11 @@ type scanPlan struct {
 	min     *key
 	max     *key
 	files   []DataFile
+	nocache bool // ScanOptions.Uncached
 }
 
 func (sn *Snapshot) plan(table string, ts *TableState, opts ScanOptions) (*scanPlan, error) {
-	p := &scanPlan{project: sn.m.Project}
+	p := &scanPlan{project: sn.m.Project, nocache: opts.Uncached}
 	schema := ts.Schema()
 	if opts.Columns == nil {
 		p.out = schema
@@ -540,7 +545,7 @@ func (r *Reader) loadUnit(ctx context.Context, p *scanPlan, u unit) (arrow.Recor
 			return nil, nil
 		}
 	}
-	cols, err := r.columns(ctx, p.project, u, names, types)
+	cols, err := r.columns(ctx, p.project, u, names, types, !p.nocache)
 	if err != nil {
 		return nil, err
 	}
@@ -607,8 +612,9 @@ func max0(a, b int) int {
 
 // columns returns the named columns (of the given types) of one row
 // group, retained; columns the file lacks read as nulls. They come from
-// the cache when there, else from the file.
-func (r *Reader) columns(ctx context.Context, project string, u unit, names []string, types []arrow.DataType) ([]arrow.Array, error) {
+// the cache when there, else from the file (and kept in the cache when
+// keep).
+func (r *Reader) columns(ctx context.Context, project string, u unit, names []string, types []arrow.DataType, keep bool) ([]arrow.Array, error) {
 	fileKey := r.layout.file(project, u.file.Ref())
 	prefix := fileKey + "|" + strconv.Itoa(u.rg) + "|"
 	out := make([]arrow.Array, len(names))
@@ -631,7 +637,7 @@ func (r *Reader) columns(ctx context.Context, project string, u unit, names []st
 		// row group waits, then finds in the cache what was loaded (or
 		// loads itself what is still missing).
 		var call *loadCall
-		if r.cfg.CacheBytes > 0 {
+		if r.cfg.CacheBytes > 0 && keep {
 			r.mu.Lock()
 			if other := r.loading[prefix]; other != nil {
 				r.mu.Unlock()
@@ -647,7 +653,7 @@ func (r *Reader) columns(ctx context.Context, project string, u unit, names []st
 			r.loading[prefix] = call
 			r.mu.Unlock()
 		}
-		err := r.loadColumns(ctx, fileKey, u, names, types, out)
+		err := r.loadColumns(ctx, fileKey, u, names, types, out, keep)
 		if call != nil {
 			r.mu.Lock()
 			delete(r.loading, prefix)
@@ -671,8 +677,8 @@ func releaseAll(arrs []arrow.Array) {
 }
 
 // loadColumns reads from the file the columns of names that out lacks,
-// stores them in out (retained) and in the cache.
-func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names []string, types []arrow.DataType, out []arrow.Array) error {
+// stores them in out (retained) and, when keep, in the cache.
+func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names []string, types []arrow.DataType, out []arrow.Array, keep bool) error {
 	info, src, err := r.fileInfo(ctx, fileKey, u.file.Bytes)
 	if err != nil {
 		return err
@@ -720,7 +726,9 @@ func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names 
 	prefix := fileKey + "|" + strconv.Itoa(u.rg) + "|"
 	for j, i := range read {
 		out[i] = arrs[j]
-		r.cache.put(prefix+names[i], arrs[j], arraySize(arrs[j]))
+		if keep {
+			r.cache.put(prefix+names[i], arrs[j], arraySize(arrs[j]))
+		}
 	}
 	return nil
 }
@@ -774,7 +782,7 @@ func (sn *Snapshot) scanKeyed(ctx context.Context, table string, ts *TableState,
 			cols = append(cols, c)
 		}
 	}
-	all, err := sn.plan(table, ts, ScanOptions{From: opts.From, To: opts.To, Partitions: opts.Partitions, Columns: cols})
+	all, err := sn.plan(table, ts, ScanOptions{From: opts.From, To: opts.To, Partitions: opts.Partitions, Columns: cols, Uncached: opts.Uncached})
 	if err != nil {
 		return err
 	}
@@ -829,7 +837,7 @@ func (r *Reader) mergedPartition(ctx context.Context, p *scanPlan, def *Table, f
 	for _, f := range files {
 		var groups [][]arrow.Array
 		for rg := range max(f.RowGroups, 1) {
-			c, err := r.columns(ctx, p.project, unit{file: f, rg: rg}, names, types)
+			c, err := r.columns(ctx, p.project, unit{file: f, rg: rg}, names, types, !p.nocache)
 			if err != nil {
 				for _, g := range groups {
 					releaseAll(g)

@@ -55,6 +55,7 @@ type config struct {
 	LogTLSCert     string // --log-tls-cert, MF_LOG_TLS_CERT: PEM client certificate for NATS servers that verify clients
 	LogTLSKey      string // --log-tls-key, MF_LOG_TLS_KEY: its PEM private key
 	LeaseTTL       string // --lease-ttl, MF_LEASE_TTL: how long a processor's partition lease outlives its last renewal
+	APICacheBytes  string // --api-cache-bytes, MF_API_CACHE_BYTES: the reporting API's memory for decoded tables ("": from the machine's memory)
 
 	// Listener limits (each listener on its own).
 	HTTPReadTimeout  string // --http-read-timeout, MF_HTTP_READ_TIMEOUT: to read a whole request
@@ -127,6 +128,7 @@ func (c *config) specs() []flagSpec {
 		{"fsync", "MF_FSYNC", `"interval" (a 202 survives a process crash) or "always" (it also survives power loss) for the embedded log`, &c.Fsync, cmdsServe},
 		{"log-level", "MF_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, cmdsAll},
 		{"log-format", "MF_LOG_FORMAT", "text or json", &c.LogFormat, cmdsAll},
+		{"api-cache-bytes", "MF_API_CACHE_BYTES", "memory the reporting API keeps decoded tables in, such as 512MiB or 2GiB: half for column chunks, half for day partitions (default: an eighth of the machine's memory, 128MiB to 4GiB)", &c.APICacheBytes, cmdsAPI},
 		{"api-public-url", "MF_API_PUBLIC_URL", "base URL of the reporting API as clients reach it, for links (default: from each request)", &c.APIPublicURL, cmdsAPI},
 		{"rate-limit-scale", "MF_RATE_LIMIT_SCALE", "multiply every /v1 rate-limit budget by this factor (e.g. 1000 for a load test)", &c.RateLimitScale, cmdsIngest},
 		{"print-secrets", "MF_PRINT_SECRETS", "true: the start-up banner shows provisioned secret keys and API keys in full (for a local demo only)", &c.PrintSecrets, cmdsAll},
@@ -276,6 +278,11 @@ func (c config) validate() error {
 	}
 	if v, err := time.ParseDuration(c.LeaseTTL); err != nil || v < 3*time.Second {
 		errs = append(errs, fmt.Errorf("--lease-ttl %q: want a duration of at least 3s, such as 15s", c.LeaseTTL))
+	}
+	if c.APICacheBytes != "" {
+		if _, err := parseByteSize(c.APICacheBytes); err != nil {
+			errs = append(errs, fmt.Errorf("--api-cache-bytes: %w", err))
+		}
 	}
 	if n, err := strconv.Atoi(c.HTTPMaxConns); err != nil || n < 16 {
 		errs = append(errs, fmt.Errorf("--http-max-conns %q: want a number of at least 16", c.HTTPMaxConns))

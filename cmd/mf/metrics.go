@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/mfhq/mf/api"
 	"net/http"
 	"time"
 
@@ -67,6 +68,36 @@ func (m *metrics) handler() http.Handler {
 // watchLog adds the state of the log's streams, read at each scrape.
 func (m *metrics) watchLog(lg *eventlog.Log) error {
 	return m.reg.Register(newLogCollector(lg))
+}
+
+// watchReporting adds the counters of the reporting data layer's cache
+// of decoded day partitions.
+func (m *metrics) watchReporting(rep *api.Reporting) error {
+	stat := func(f func(api.RowCacheStats) int64) func() float64 {
+		return func() float64 { return float64(f(rep.CacheStats())) }
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_api_cache_hits_total",
+			Help: "Lookups of decoded day partitions answered from the reporting data layer's cache."},
+			stat(func(s api.RowCacheStats) int64 { return s.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_api_cache_misses_total",
+			Help: "Lookups of decoded day partitions the reporting data layer's cache did not hold."},
+			stat(func(s api.RowCacheStats) int64 { return s.Misses })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_api_cache_evictions_total",
+			Help: "Decoded day partitions evicted from the reporting data layer's cache for room."},
+			stat(func(s api.RowCacheStats) int64 { return s.Evictions })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mf_api_cache_bytes",
+			Help: "Memory the reporting data layer's cache holds now."},
+			stat(func(s api.RowCacheStats) int64 { return s.Bytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mf_api_cache_limit_bytes",
+			Help: "The reporting data layer's cache budget."},
+			stat(func(s api.RowCacheStats) int64 { return s.Limit })),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // watchReader adds the counters of the tables' reader (the reporting

@@ -229,7 +229,11 @@ func (s *service) open(ctx context.Context) error {
 		s.logger.Info("provisioning file applied", "file", s.cfg.Provision, "changes", len(res.Changes), "version", res.Version)
 	}
 
-	rd, err := rollups.NewReader(b, rollups.DefaultReaderConfig(), s.logger)
+	rdcfg := rollups.DefaultReaderConfig()
+	if s.roles.has(roleAPI) {
+		rdcfg.CacheBytes = s.cfg.apiCacheBytes() / 2
+	}
+	rd, err := rollups.NewReader(b, rdcfg, s.logger)
 	if err != nil {
 		return fmt.Errorf("cannot open the tables: %w", err)
 	}
@@ -260,11 +264,15 @@ func (s *service) open(ctx context.Context) error {
 	if s.roles.has(roleAPI) {
 		rcfg := api.DefaultReportingConfig()
 		rcfg.PublicURL = s.cfg.APIPublicURL
+		rcfg.CacheBytes = s.cfg.apiCacheBytes() - rdcfg.CacheBytes
 		rep, err := api.NewReporting(ctx, rcfg, api.ReportingDeps{Catalog: cat, Bucket: b, Reader: rd}, s.ready.Load, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the reporting API: %w", err)
 		}
 		s.reporting = rep
+		if err := s.metrics.watchReporting(rep); err != nil {
+			return fmt.Errorf("cannot register the reporting API's metrics: %w", err)
+		}
 	}
 
 	if s.roles.has(roleIngest) {

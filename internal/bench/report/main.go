@@ -52,6 +52,9 @@ type Config struct {
 	// CPUProfile, when set, is where a CPU profile of the API timing
 	// (step 4) is written.
 	CPUProfile string
+	// MemProfile, when set, is where a heap profile is written after the
+	// API timing, before the API stops.
+	MemProfile string
 }
 
 // DefaultConfig is issue 7's bench.
@@ -95,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Dashboard, "dashboard", cfg.Dashboard, "time the dashboard's overview in headless Chromium (Node, playwright-core)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the parts' own lines (processor, log, API) to stderr")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the API timing to this file")
+	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile after the API timing to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -212,6 +216,13 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 	ours := timeAPI(ctx, base, ds.Project, qs, cfg.Warmup, cfg.N, out)
 	if cfg.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	printMemory(out, built)
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			stopAPI()
+			return err
+		}
 	}
 	if cfg.Dashboard {
 		if err := timeDashboard(ctx, base, ds.Project, 10, out); err != nil {

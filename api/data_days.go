@@ -1,0 +1,559 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
+)
+
+// The day-partitioned tables (visits, conversions, events) are read for
+// the days a request asks for, never for the whole history: each day
+// partition is decoded into a chunk of rows on first use and kept in the
+// byte-bounded rowCache, keyed by its files and by the people index its
+// person numbers were resolved against. A request pins every chunk it
+// touched until it ends, so an index it handed out (a vpos) stays valid
+// however small the budget; memory across requests is the budget.
+
+// dayParts is the day partitions of one table in a snapshot: their
+// labels in order and the signature of each one's files.
+type dayParts struct {
+	names, sigs []string
+}
+
+func dayPartsOf(m *rollups.Manifest, table string) dayParts {
+	ts := m.Tables[table]
+	if ts == nil {
+		return dayParts{}
+	}
+	var p dayParts
+	for _, name := range ts.PartitionNames() {
+		p.names = append(p.names, name)
+		p.sigs = append(p.sigs, fileSig(ts.Partitions[name]))
+	}
+	return p
+}
+
+// between returns the ordinals [a, b) of the partitions whose day may hold
+// a time in [from, to) in loc: one day of margin on either side, for rows
+// written before the project's zone changed.
+func (p *dayParts) between(from, to time.Time, loc *time.Location) (int, int) {
+	if !from.Before(to) || len(p.names) == 0 {
+		return 0, 0
+	}
+	first := from.In(loc).AddDate(0, 0, -1).Format(tables.DayLayout)
+	last := to.Add(-time.Millisecond).In(loc).AddDate(0, 0, 1).Format(tables.DayLayout)
+	a := sort.SearchStrings(p.names, first)
+	b := sort.SearchStrings(p.names, last)
+	if b < len(p.names) && p.names[b] == last {
+		b++
+	}
+	return a, max(a, b)
+}
+
+// pins are the chunks one request read, by table and ordinal.
+type pins struct {
+	mu sync.Mutex
+	m  map[pinKey]any
+}
+
+type pinKey struct {
+	table string
+	ord   int
+}
+
+func (p *pins) get(k pinKey) any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[k]
+}
+
+func (p *pins) put(k pinKey, v any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[pinKey]any{}
+	}
+	p.m[k] = v
+}
+
+// latestChunk is the newest resolution of a partition's chunk in the
+// cache: when the people index changes but the partition's files do
+// not, the next resolution copies its rows instead of reading Parquet.
+type latestChunk struct {
+	sig string
+	gen uint64
+	key string
+}
+
+// chunk returns the chunk of partition ord of table: pinned, cached, or
+// built by build (prev is the chunk of the same files resolved against an
+// older people index, nil when none is cached).
+func (d *projectData) chunk(ctx context.Context, table string, ord int, build func(ctx context.Context, name string, prev any) (any, int64, error)) (any, error) {
+	pk := pinKey{table, ord}
+	if v := d.req.get(pk); v != nil {
+		return v, nil
+	}
+	parts := d.days[table]
+	name, sig := parts.names[ord], parts.sigs[ord]
+	key := d.pid + "\x00" + table + "/" + name + "\x00" + sig + "\x00" + strconv.FormatUint(d.peopleGen, 10)
+	if v, ok := d.rows.get(key); ok {
+		d.req.put(pk, v)
+		return v, nil
+	}
+	part := table + "/" + name
+	d.pc.chunkMu.Lock()
+	old := d.pc.latest[part]
+	d.pc.chunkMu.Unlock()
+	var prev any
+	if old.key != "" && old.sig == sig && old.gen < d.peopleGen {
+		prev, _ = d.rows.peek(old.key)
+	}
+	v, size, err := build(ctx, name, prev)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", part, err)
+	}
+	d.rows.put(key, v, size)
+	d.pc.chunkMu.Lock()
+	if cur := d.pc.latest[part]; cur.key == "" || cur.gen <= d.peopleGen {
+		if cur.key != "" && cur.key != key {
+			d.rows.remove(cur.key)
+		}
+		d.pc.latest[part] = latestChunk{sig: sig, gen: d.peopleGen, key: key}
+	}
+	d.pc.chunkMu.Unlock()
+	d.req.put(pk, v)
+	return v, nil
+}
+
+// scanPart decodes partition name of table with decode.
+func (d *projectData) scanPart(ctx context.Context, table, name string, cols []string, decode func(arrow.Record) error) error {
+	if d.snap == nil {
+		return nil
+	}
+	// Uncached: the chunk is what is kept, not the columns it came from.
+	return d.snap.Scan(ctx, table, rollups.ScanOptions{Partitions: []string{name}, Columns: cols, Uncached: true}, func(b rollups.Batch) error {
+		return decode(b.Record)
+	})
+}
+
+// ---- visits ----
+
+// visitChunk is the visits of one day partition, sorted by start and id,
+// with their person numbers resolved.
+type visitChunk struct {
+	rows   []visitRow
+	maxEnd int64 // latest end of its visits
+	idOnce sync.Once
+	byID   []int32 // row indexes sorted by visit id, built on first use
+}
+
+// vpos is a visit's position: its partition ordinal and row, valid for
+// the request that got it.
+type vpos int64
+
+func makeVpos(ord, row int) vpos { return vpos(int64(ord)<<32 | int64(row)) }
+func (p vpos) ord() int          { return int(p >> 32) }
+func (p vpos) row() int          { return int(p & 0xffffffff) }
+
+func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, error) {
+	v, err := d.chunk(ctx, tables.Visits, ord, func(ctx context.Context, name string, prev any) (any, int64, error) {
+		var rows []visitRow
+		if p, ok := prev.(*visitChunk); ok {
+			rows = slices.Clone(p.rows)
+		} else {
+			pc := &partCache{}
+			if err := d.scanPart(ctx, tables.Visits, name, visitColumns, func(rec arrow.Record) error { return decodeVisits(pc, rec) }); err != nil {
+				return nil, 0, err
+			}
+			rows = pc.visits
+			sortVisits(rows)
+		}
+		c := &visitChunk{rows: rows}
+		size := int64(len(rows)) * int64(unsafe.Sizeof(visitRow{})+4)
+		for i := range rows {
+			v := &rows[i]
+			v.Person = noPerson
+			if v.Consented {
+				v.Person = d.personOf(v.PersonRef)
+			}
+			c.maxEnd = max(c.maxEnd, v.End)
+			size += v.stringBytes()
+		}
+		return c, size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*visitChunk), nil
+}
+
+// eachVisit calls fn with every visit starting in [from, to), partition by
+// partition (in start and id order within each).
+func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func(p vpos, v *visitRow)) error {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Visits]
+	a, b := parts.between(from, to, d.Loc)
+	for ord := a; ord < b; ord++ {
+		c, err := d.visitChunk(ctx, ord)
+		if err != nil {
+			return err
+		}
+		k, _ := slices.BinarySearchFunc(c.rows, lo, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
+		for ; k < len(c.rows) && c.rows[k].Start < hi; k++ {
+			fn(makeVpos(ord, k), &c.rows[k])
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitAt returns the visit at p (from eachVisit or a visitFinder of this
+// request).
+func (d *projectData) visitAt(ctx context.Context, p vpos) (*visitRow, error) {
+	c, err := d.visitChunk(ctx, p.ord())
+	if err != nil {
+		return nil, err
+	}
+	return &c.rows[p.row()], nil
+}
+
+// visitFinder finds visits by id among those starting in a window.
+type visitFinder struct {
+	d      *projectData
+	a, b   int
+	chunks []*visitChunk
+	reach  []int64 // reach[i]: latest end over chunks a..a+i
+	lo, hi int64
+}
+
+// visitFinder reads the visits starting in [from, to) for lookups by id.
+func (d *projectData) visitFinder(ctx context.Context, from, to time.Time) (*visitFinder, error) {
+	parts := d.days[tables.Visits]
+	a, b := parts.between(from, to, d.Loc)
+	f := &visitFinder{d: d, a: a, b: b, lo: from.UnixMilli(), hi: to.UnixMilli()}
+	var reach int64
+	for ord := a; ord < b; ord++ {
+		c, err := d.visitChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		reach = max(reach, c.maxEnd)
+		f.chunks = append(f.chunks, c)
+		f.reach = append(f.reach, reach)
+	}
+	return f, nil
+}
+
+// find returns the position of the visit with this id that holds time t
+// (an event of the visit), false when no visit of the window has it.
+// Partitions are searched from t's day backwards while an earlier one
+// still has a visit open at t.
+func (f *visitFinder) find(id ref, t int64) (vpos, bool) {
+	if f == nil || id == (ref{}) {
+		return 0, false
+	}
+	top := len(f.chunks) - 1
+	if parts := f.d.days[tables.Visits]; top >= 0 {
+		day := time.UnixMilli(t).In(f.d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
+		if i := sort.SearchStrings(parts.names[f.a:f.b], day); i < len(f.chunks) && parts.names[f.a+i] == day {
+			top = i
+		} else {
+			top = i - 1
+		}
+	}
+	for i := top; i >= 0 && f.reach[i] >= t; i-- {
+		c := f.chunks[i]
+		c.idOnce.Do(func() {
+			c.byID = make([]int32, len(c.rows))
+			for k := range c.byID {
+				c.byID[k] = int32(k)
+			}
+			slices.SortFunc(c.byID, func(x, y int32) int { return compareRef(c.rows[x].ID, c.rows[y].ID) })
+		})
+		k, ok := slices.BinarySearchFunc(c.byID, id, func(x int32, id ref) int { return compareRef(c.rows[x].ID, id) })
+		if !ok {
+			continue
+		}
+		r := int(c.byID[k])
+		if s := c.rows[r].Start; s < f.lo || s >= f.hi {
+			return 0, false
+		}
+		return makeVpos(f.a+i, r), true
+	}
+	return 0, false
+}
+
+// row returns the visit at p (a position find returned).
+func (f *visitFinder) row(p vpos) *visitRow { return &f.chunks[p.ord()-f.a].rows[p.row()] }
+
+// Visits returns the visits starting in [from, to), sorted by start and id
+// (a copy).
+func (d *projectData) Visits(ctx context.Context, from, to time.Time) ([]visitRow, error) {
+	var out []visitRow
+	err := d.eachVisit(ctx, from, to, func(_ vpos, v *visitRow) { out = append(out, *v) })
+	sortVisits(out)
+	return out, err
+}
+
+// ---- conversions ----
+
+// convChunk is the conversions of one day partition, sorted by time,
+// event id and action, with their person numbers resolved.
+type convChunk struct {
+	rows     []conversionRow
+	actOnce  sync.Once
+	byAction map[string][]int32 // row indexes per action, built on first use
+}
+
+func (d *projectData) convChunk(ctx context.Context, ord int) (*convChunk, error) {
+	v, err := d.chunk(ctx, tables.Conversions, ord, func(ctx context.Context, name string, prev any) (any, int64, error) {
+		var rows []conversionRow
+		if p, ok := prev.(*convChunk); ok {
+			rows = slices.Clone(p.rows)
+		} else {
+			pc := &partCache{}
+			if err := d.scanPart(ctx, tables.Conversions, name, conversionColumns, func(rec arrow.Record) error { return decodeConversions(pc, rec) }); err != nil {
+				return nil, 0, err
+			}
+			rows = pc.convs
+			slices.SortFunc(rows, compareConversions)
+		}
+		size := int64(len(rows)) * int64(unsafe.Sizeof(conversionRow{})+4)
+		for i := range rows {
+			cv := &rows[i]
+			cv.Person = noPerson
+			if cv.Consented {
+				cv.Person = d.personOf(cv.Owner)
+			}
+			size += int64(len(cv.Action) + len(cv.Role) + len(cv.Currency))
+		}
+		return &convChunk{rows: rows}, size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*convChunk), nil
+}
+
+// convRows is conversions in pieces (one per day partition), in order:
+// their concatenation is sorted by time, event id and action.
+type convRows [][]conversionRow
+
+// Len is the number of conversions.
+func (c convRows) Len() int {
+	n := 0
+	for _, s := range c {
+		n += len(s)
+	}
+	return n
+}
+
+// ConversionRows returns the conversions with a time in [from, to),
+// sorted by time, event id and action, without copying them (shared: do
+// not modify).
+func (d *projectData) ConversionRows(ctx context.Context, from, to time.Time) (convRows, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Conversions]
+	a, b := parts.between(from, to, d.Loc)
+	var out convRows
+	for ord := a; ord < b; ord++ {
+		c, err := d.convChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		i, _ := slices.BinarySearchFunc(c.rows, lo, func(r conversionRow, t int64) int { return cmp.Compare(r.Time, t) })
+		j, _ := slices.BinarySearchFunc(c.rows, hi, func(r conversionRow, t int64) int { return cmp.Compare(r.Time, t) })
+		if j <= i {
+			continue
+		}
+		if n := len(out); n > 0 && compareConversions(out[n-1][len(out[n-1])-1], c.rows[i]) > 0 {
+			// Partitions written in another zone overlap: one sorted copy.
+			all := slices.Concat(append(out, c.rows[i:j])...)
+			slices.SortFunc(all, compareConversions)
+			out = convRows{all}
+			continue
+		}
+		out = append(out, c.rows[i:j:j])
+	}
+	return out, ctx.Err()
+}
+
+// Conversions returns the conversions with a time in [from, to), sorted by
+// time, event id and action (a copy).
+func (d *projectData) Conversions(ctx context.Context, from, to time.Time) ([]conversionRow, error) {
+	rows, err := d.ConversionRows(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(rows...), nil
+}
+
+// ConversionsOf calls fn with every conversion of the action with a time
+// in [from, to), partition by partition (in time order within each).
+func (d *projectData) ConversionsOf(ctx context.Context, action string, from, to time.Time, fn func(*conversionRow)) error {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Conversions]
+	a, b := parts.between(from, to, d.Loc)
+	for ord := a; ord < b; ord++ {
+		c, err := d.convChunk(ctx, ord)
+		if err != nil {
+			return err
+		}
+		c.actOnce.Do(func() {
+			c.byAction = map[string][]int32{}
+			for i := range c.rows {
+				c.byAction[c.rows[i].Action] = append(c.byAction[c.rows[i].Action], int32(i))
+			}
+		})
+		idx := c.byAction[action]
+		i, _ := slices.BinarySearchFunc(idx, lo, func(k int32, t int64) int { return cmp.Compare(c.rows[k].Time, t) })
+		for ; i < len(idx) && c.rows[idx[i]].Time < hi; i++ {
+			fn(&c.rows[idx[i]])
+		}
+	}
+	return ctx.Err()
+}
+
+// ---- events: purchases and activity ----
+
+// factChunk is what the reports need of one events partition without
+// reading its events: its first and last time, its purchases and the
+// people with a consented event in it.
+type factChunk struct {
+	first, last int64 // 0 when the partition is empty
+	buys        []purchaseRow
+	seenParts   []seenPart // the parts with a consented event, as decoded
+	act         dayActivity
+}
+
+func (d *projectData) factChunk(ctx context.Context, ord int) (*factChunk, error) {
+	v, err := d.chunk(ctx, tables.Events, ord, func(ctx context.Context, name string, prev any) (any, int64, error) {
+		var pc *partCache
+		if p, ok := prev.(*factChunk); ok {
+			pc = p.unresolved()
+		} else {
+			pc = &partCache{}
+			decode := decodeEventFacts(d.pid)
+			if err := d.scanPart(ctx, tables.Events, name, eventFactColumns, func(rec arrow.Record) error { return decode(pc, rec) }); err != nil {
+				return nil, 0, err
+			}
+		}
+		c := d.resolveFacts(pc)
+		size := int64(unsafe.Sizeof(factChunk{})) + int64(len(c.buys))*int64(unsafe.Sizeof(purchaseRow{})) +
+			int64(len(c.act.people))*20 + int64(len(pc.seen))*int64(unsafe.Sizeof(seenPart{}))
+		for i := range c.buys {
+			size += int64(len(c.buys[i].UserID) + len(c.buys[i].Currency))
+		}
+		return c, size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*factChunk), nil
+}
+
+// unresolved returns the facts of c as decoded (for a new people index).
+func (c *factChunk) unresolved() *partCache {
+	return &partCache{first: c.first, lastT: c.last, buys: slices.Clone(c.buys), seen: c.seenParts}
+}
+
+// resolveFacts resolves the persons of decoded events facts.
+func (d *projectData) resolveFacts(pc *partCache) *factChunk {
+	c := &factChunk{first: pc.first, last: pc.lastT, buys: pc.buys, seenParts: pc.seen}
+	slices.SortFunc(c.buys, func(a, b purchaseRow) int {
+		if x := cmp.Compare(a.Time, b.Time); x != 0 {
+			return x
+		}
+		return compareRef(a.EventID, b.EventID)
+	})
+	for i := range c.buys {
+		b := &c.buys[i]
+		b.Person = noPerson
+		if !b.Consented {
+			continue
+		}
+		if b.UserID != "" {
+			if p, ok := d.Person(UserRef(d.pid, b.UserID)); ok {
+				b.Person = p
+			}
+			continue
+		}
+		b.Person = d.personOf(b.Unit)
+	}
+	c.act = d.dayActivityOf(pc)
+	return c
+}
+
+// Purchases returns the purchases with a time in [from, to), sorted by
+// time and event id (a copy).
+func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purchaseRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Events]
+	a, b := parts.between(from, to, d.Loc)
+	var out []purchaseRow
+	for ord := a; ord < b; ord++ {
+		c, err := d.factChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		i, _ := slices.BinarySearchFunc(c.buys, lo, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		j, _ := slices.BinarySearchFunc(c.buys, hi, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		out = append(out, c.buys[i:max(i, j)]...)
+	}
+	cmpBuy := func(a, b purchaseRow) int {
+		if x := cmp.Compare(a.Time, b.Time); x != 0 {
+			return x
+		}
+		return compareRef(a.EventID, b.EventID)
+	}
+	if !slices.IsSortedFunc(out, cmpBuy) {
+		slices.SortFunc(out, cmpBuy)
+	}
+	return out, ctx.Err()
+}
+
+// activityIn returns the per-partition people index of the events
+// partitions that may hold a time in [from, to).
+func (d *projectData) activityIn(ctx context.Context, from, to time.Time) ([]*dayActivity, error) {
+	parts := d.days[tables.Events]
+	a, b := parts.between(from, to, d.Loc)
+	out := make([]*dayActivity, 0, b-a)
+	for ord := a; ord < b; ord++ {
+		c, err := d.factChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &c.act)
+	}
+	return out, nil
+}
+
+// firstEvent finds the earliest event time: in the first events
+// partition, or the second one when rows were written before a zone
+// change.
+func (d *projectData) firstEvent(ctx context.Context) error {
+	n := len(d.days[tables.Events].names)
+	for ord := 0; ord < min(n, 2); ord++ {
+		c, err := d.factChunk(ctx, ord)
+		if err != nil {
+			return err
+		}
+		if c.first != 0 && (!d.hasFirst || c.first < d.first) {
+			d.first, d.hasFirst = c.first, true
+		}
+	}
+	return nil
+}

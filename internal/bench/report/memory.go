@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+)
+
+// printMemory prints the process's peak RSS and the Go heap after the API
+// timing. With a reused dataset the process did nothing but serve the
+// API, so the peak is the API's (issue 22's "the API's peak RSS"); after
+// a build it includes the processor's.
+func printMemory(out io.Writer, reused bool) {
+	var ru syscall.Rusage
+	peak := "unknown"
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		peak = fmt.Sprintf("%.0f MB", float64(ru.Maxrss)/1024) // Linux: KiB
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	what := "the API's own (the dataset was reused)"
+	if !reused {
+		what = "including the build's processor"
+	}
+	fmt.Fprintf(out, "  memory: peak RSS %s, %s; Go heap in use %.0f MB, heap released to the OS %.0f MB\n",
+		peak, what, float64(ms.HeapInuse)/(1<<20), float64(ms.HeapReleased)/(1<<20))
+}
+
+// writeHeapProfile writes a heap profile (after a GC, so it shows what is
+// live) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cannot write the heap profile: %w", err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return fmt.Errorf("cannot write the heap profile: %w", err)
+	}
+	return nil
+}
