@@ -18,7 +18,7 @@ import (
 func TestCreditPaid(t *testing.T) {
 	day := int64(24 * time.Hour / time.Millisecond)
 	v := func(id byte, person int32, start int64) visitRow {
-		return visitRow{ID: ref{id}, Person: person, Start: start}
+		return visitRow{ID: ref{id}, Person: person, Start: start, visitSource: noSource, place: noPlace}
 	}
 	paid := []visitRow{v(1, 0, 10*day), v(2, 1, 10*day), v(3, -1, 12*day)}
 	purchases := []adsPurchase{
@@ -47,6 +47,11 @@ func BenchmarkChannels(b *testing.B) {
 	from := now.AddDate(0, 0, -30)
 	span := now.Sub(from).Milliseconds()
 	d := &projectData{Project: &catalog.Project{ID: "bench"}, Loc: time.UTC, shared: &dataShared{}}
+	var sources []*visitSource
+	var touches []*touch
+	for _, ch := range Channels {
+		sources, touches = append(sources, &visitSource{Channel: ch}), append(touches, &touch{Channel: ch})
+	}
 	d.People = make([]personRow, people)
 	d.peopleRefs = make([]ref, people)
 	for i := range d.People {
@@ -55,13 +60,13 @@ func BenchmarkChannels(b *testing.B) {
 		d.peopleRefs[i] = p.Ref
 		p.FirstSeen = from.UnixMilli() - span + rng.Int64N(2*span)
 		p.LastSeen = p.FirstSeen + rng.Int64N(span)
-		p.FirstTouch.Channel = Channels[rng.IntN(len(Channels))]
-		p.LastTouch.Channel = Channels[rng.IntN(len(Channels))]
+		p.FirstTouch, p.LastTouch = touches[rng.IntN(len(Channels))], touches[rng.IntN(len(Channels))]
+		p.place = noPlace
 	}
 	vs := make([]visitRow, visits)
 	for i := range vs {
 		vs[i] = visitRow{Start: from.UnixMilli() + int64(i)*span/visits, Person: int32(rng.IntN(people)),
-			Channel: Channels[rng.IntN(len(Channels))], Pageviews: 3, Consented: true}
+			visitSource: sources[rng.IntN(len(Channels))], place: noPlace, Pageviews: 3, Consented: true}
 	}
 	cs := make([]conversionRow, convs)
 	for i := range cs {

@@ -96,6 +96,10 @@ type partCache struct {
 	seenAt map[ref]int   // events, while decoding: index in seen
 	// segment_members rows
 	members []memberRow
+	// while decoding: the shared values of the rows read
+	places  *interner[place]
+	sources *interner[visitSource]
+	touches *interner[touch]
 }
 
 func fileSig(files []rollups.DataFile) string {

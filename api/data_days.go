@@ -153,6 +153,7 @@ func (d *projectData) scanPart(ctx context.Context, table, name string, cols []s
 // with their person numbers resolved.
 type visitChunk struct {
 	rows   []visitRow
+	shared int64 // bytes of the values its rows share (places, sources)
 	maxEnd int64 // latest end of its visits
 	idOnce sync.Once
 	byID   []int32 // row indexes sorted by visit id, built on first use
@@ -169,8 +170,9 @@ func (p vpos) row() int          { return int(p & 0xffffffff) }
 func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, error) {
 	v, err := d.chunk(ctx, tables.Visits, ord, func(ctx context.Context, name string, prev any) (any, int64, error) {
 		var rows []visitRow
+		var shared int64 // bytes of the values the rows share
 		if p, ok := prev.(*visitChunk); ok {
-			rows = slices.Clone(p.rows)
+			rows, shared = slices.Clone(p.rows), p.shared
 		} else {
 			pc := &partCache{}
 			if err := d.scanPart(ctx, tables.Visits, name, visitColumns, func(rec arrow.Record) error { return decodeVisits(pc, rec) }); err != nil {
@@ -178,9 +180,12 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			}
 			rows = pc.visits
 			sortVisits(rows)
+			if pc.places != nil {
+				shared = pc.places.bytes + pc.sources.bytes
+			}
 		}
-		c := &visitChunk{rows: rows}
-		size := int64(len(rows)) * int64(unsafe.Sizeof(visitRow{})+4)
+		c := &visitChunk{rows: rows, shared: shared}
+		size := int64(len(rows))*int64(unsafe.Sizeof(visitRow{})+4) + shared
 		for i := range rows {
 			v := &rows[i]
 			v.Person = noPerson

@@ -89,14 +89,18 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
+		if pc.places == nil {
+			pc.places, pc.touches = newPlaces(), newTouches()
+		}
 		p := personRow{
 			Ref: tables.RefAt(c[0], i), UserID: tables.StrAt(c[1], i), Known: tables.BoolAt(c[2], i),
 			Name: tables.StrAt(c[3], i), HasName: !c[3].IsNull(i), Email: tables.StrAt(c[4], i), HasEmail: !c[4].IsNull(i),
 			Stage: tables.StrAt(c[5], i), FirstSeen: tables.TimeAt(c[6], i), LastSeen: tables.TimeAt(c[7], i),
-			FirstTouch: touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)},
-			LastTouch:  touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)},
-			Country:    tables.StrAt(c[27], i), Region: tables.StrAt(c[28], i), Device: tables.StrAt(c[29], i), Browser: tables.StrAt(c[30], i),
-			OS: tables.StrAt(c[31], i), Locale: tables.StrAt(c[32], i), LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
+			FirstTouch: pc.touches.of(touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)}, touchBytes),
+			LastTouch:  pc.touches.of(touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)}, touchBytes),
+			place: pc.places.of(place{tables.StrAt(c[27], i), tables.StrAt(c[28], i), tables.StrAt(c[29], i), tables.StrAt(c[30], i),
+				tables.StrAt(c[31], i), tables.StrAt(c[32], i)}, placeBytes),
+			LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
 			SharedBrowser: tables.BoolAt(c[36], i), FirstPurchase: tables.TimeAt(c[37], i), Intent: tables.BoolAt(c[38], i),
 		}
 		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
@@ -140,15 +144,20 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 	}
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
+		if pc.places == nil {
+			pc.places, pc.sources = newPlaces(), newSources()
+		}
 		v := visitRow{
 			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
 			PersonRef: tables.RefAt(c[4], i), Session: tables.BoolAt(c[5], i), Events: tables.Int32At(c[6], i), Pageviews: tables.Int32At(c[7], i),
-			Consented: tables.BoolAt(c[8], i), Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
-			Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
-			ClickID: tables.StrAt(c[16], i), ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i),
-			LandingHost: tables.StrAt(c[19], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i),
-			Country: tables.StrAt(c[22], i), Region: tables.StrAt(c[23], i), Device: tables.StrAt(c[24], i), Browser: tables.StrAt(c[25], i),
-			OS: tables.StrAt(c[26], i), Locale: tables.StrAt(c[27], i), SourceID: tables.StrAt(c[28], i), Person: noPerson,
+			Consented: tables.BoolAt(c[8], i),
+			visitSource: pc.sources.of(visitSource{Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
+				Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
+				ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i), LandingHost: tables.StrAt(c[19], i),
+				SourceID: tables.StrAt(c[28], i)}, sourceBytes),
+			place: pc.places.of(place{tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i),
+				tables.StrAt(c[26], i), tables.StrAt(c[27], i)}, placeBytes),
+			ClickID: tables.StrAt(c[16], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
 			v.PersonRef = v.Unit

@@ -22,6 +22,83 @@ type touch struct {
 	Channel, Source, Medium, Campaign, Landing, AdPlatform string
 }
 
+// place is where a person or visit was seen, as enrichment derived it.
+// Rows with the same place share one (interned when read).
+type place struct {
+	Country, Region, Device, Browser, OS, Locale string
+}
+
+// visitSource is how a visit arrived, shared between the visits alike
+// (interned when read).
+type visitSource struct {
+	Channel, Source, Medium, Campaign, Term, Content, AdPlatform,
+	ReferrerHost, ReferrerName, LandingHost, SourceID string
+}
+
+// Shared empty values, for rows built without them.
+var (
+	noPlace  = &place{}
+	noSource = &visitSource{}
+	noTouch  = &touch{}
+)
+
+// interner shares equal values among the rows of one read: the rows
+// hold a pointer, and the value's strings are copied once, so they keep
+// no decoded column alive.
+type interner[T comparable] struct {
+	m     map[T]*T
+	clone func(T) T
+	bytes int64 // the strings of the values kept
+}
+
+func (in *interner[T]) of(v T, size func(*T) int) *T {
+	if p, ok := in.m[v]; ok {
+		return p
+	}
+	if in.m == nil {
+		in.m = map[T]*T{}
+	}
+	c := in.clone(v)
+	in.m[c] = &c
+	in.bytes += int64(size(&c)) + 64
+	return &c
+}
+
+func newPlaces() *interner[place] {
+	return &interner[place]{clone: func(p place) place {
+		return place{strings.Clone(p.Country), strings.Clone(p.Region), strings.Clone(p.Device), strings.Clone(p.Browser),
+			strings.Clone(p.OS), strings.Clone(p.Locale)}
+	}}
+}
+
+func placeBytes(p *place) int {
+	return len(p.Country) + len(p.Region) + len(p.Device) + len(p.Browser) + len(p.OS) + len(p.Locale)
+}
+
+func newSources() *interner[visitSource] {
+	return &interner[visitSource]{clone: func(s visitSource) visitSource {
+		return visitSource{strings.Clone(s.Channel), strings.Clone(s.Source), strings.Clone(s.Medium), strings.Clone(s.Campaign),
+			strings.Clone(s.Term), strings.Clone(s.Content), strings.Clone(s.AdPlatform), strings.Clone(s.ReferrerHost),
+			strings.Clone(s.ReferrerName), strings.Clone(s.LandingHost), strings.Clone(s.SourceID)}
+	}}
+}
+
+func sourceBytes(s *visitSource) int {
+	return len(s.Channel) + len(s.Source) + len(s.Medium) + len(s.Campaign) + len(s.Term) + len(s.Content) +
+		len(s.AdPlatform) + len(s.ReferrerHost) + len(s.ReferrerName) + len(s.LandingHost) + len(s.SourceID)
+}
+
+func newTouches() *interner[touch] {
+	return &interner[touch]{clone: func(t touch) touch {
+		return touch{strings.Clone(t.Channel), strings.Clone(t.Source), strings.Clone(t.Medium), strings.Clone(t.Campaign),
+			strings.Clone(t.Landing), strings.Clone(t.AdPlatform)}
+	}}
+}
+
+func touchBytes(t *touch) int {
+	return len(t.Channel) + len(t.Source) + len(t.Medium) + len(t.Campaign) + len(t.Landing) + len(t.AdPlatform)
+}
+
 // personRow is a row of the people table.
 type personRow struct {
 	Ref                                   ref
@@ -32,10 +109,10 @@ type personRow struct {
 	Orders                                int64
 	Revenue                               []Money // per currency, reporting currency first
 	Value                                 int64   // micro-units of the reporting currency
-	FirstTouch, LastTouch                 touch
-	FirstCh, LastCh                       uint8 // channelIndex of the touches' channels
-	Country, Region, Device, Browser, OS  string
-	Locale, LastPath                      string
+	FirstTouch, LastTouch                 *touch  // shared: do not modify
+	FirstCh, LastCh                       uint8   // channelIndex of the touches' channels
+	*place                                        // shared: do not modify
+	LastPath                              string
 	Traits                                string // JSON object of the latest identify, "" when none
 	Browsers                              int64
 	SharedBrowser                         bool
@@ -47,17 +124,17 @@ type personRow struct {
 // visit's person (the person of its touch event; noPerson for a
 // consentless visit or a unit nobody knows).
 type visitRow struct {
-	Unit, ID   ref
-	PersonRef  ref // the person column, or the unit where it is null
-	Person     int32
-	Start, End int64 // Unix ms
-	Events     int32
-	Pageviews  int32
-	Consented  bool
-	Session    bool // the visit is a sessionId
-	Channel, Source, Medium, Campaign, Term, Content, AdPlatform, ClickID,
-	ReferrerHost, ReferrerName, LandingHost, LandingPath, ExitPath,
-	Country, Region, Device, Browser, OS, Locale, SourceID string
+	Unit, ID                       ref
+	PersonRef                      ref // the person column, or the unit where it is null
+	Person                         int32
+	Start, End                     int64 // Unix ms
+	Events                         int32
+	Pageviews                      int32
+	Consented                      bool
+	Session                        bool // the visit is a sessionId
+	*visitSource                        // shared: do not modify
+	*place                              // shared: do not modify
+	ClickID, LandingPath, ExitPath string
 }
 
 // conversionRow is a row of the conversions table; Person is the index
@@ -119,13 +196,10 @@ type purchaseRow struct {
 	Consented bool
 }
 
-// stringBytes is the size of the visit's strings, for the cache's
-// accounting.
+// stringBytes is the size of the visit's own strings (not the shared
+// ones), for the cache's accounting.
 func (v *visitRow) stringBytes() int64 {
-	return int64(len(v.Channel) + len(v.Source) + len(v.Medium) + len(v.Campaign) + len(v.Term) + len(v.Content) +
-		len(v.AdPlatform) + len(v.ClickID) + len(v.ReferrerHost) + len(v.ReferrerName) + len(v.LandingHost) +
-		len(v.LandingPath) + len(v.ExitPath) + len(v.Country) + len(v.Region) + len(v.Device) + len(v.Browser) +
-		len(v.OS) + len(v.Locale) + len(v.SourceID))
+	return int64(len(v.ClickID) + len(v.LandingPath) + len(v.ExitPath))
 }
 
 func compareRef(a, b ref) int { return bytes.Compare(a[:], b[:]) }

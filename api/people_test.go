@@ -390,11 +390,12 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 		p.FirstSeen = start + int64(i)*span/people/2
 		p.LastSeen = p.FirstSeen + int64(i%90)*dayMs/3
 		p.Stage, p.Revenue = "visitor", []Money{}
+		p.FirstTouch, p.LastTouch, p.place = noTouch, noTouch, noPlace
 	}
 	vs := make([]visitRow, visits)
 	for i := range vs {
 		vs[i] = visitRow{Start: from.UnixMilli() + int64(i)*(to.UnixMilli()-from.UnixMilli())/visits,
-			Person: int32(i * 7919 % people), Consented: true}
+			Person: int32(i * 7919 % people), Consented: true, visitSource: noSource, place: noPlace}
 	}
 	// The day index of active people: everyone on the days of their first
 	// and last seen and of their visits.
