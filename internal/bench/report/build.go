@@ -80,11 +80,16 @@ type env struct {
 	bucket storage.Bucket
 	store  *rollups.Store
 	reader *rollups.Reader
+	// dayCache is the reporting data layer's budget (0: its default).
+	dayCache int64
 }
 
 // openEnv opens (creating when missing) the installation in dir and
 // applies the bench's provisioning file.
-func openEnv(ctx context.Context, dir string, logger *slog.Logger) (*env, error) {
+// openEnv opens the dataset in dir. cacheBytes > 0 is the reporting API's
+// memory for decoded tables (mf's --api-cache-bytes): half for the reader's
+// column cache, half for the data layer's day cache; 0 keeps the defaults.
+func openEnv(ctx context.Context, dir string, logger *slog.Logger, cacheBytes int64) (*env, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -124,7 +129,12 @@ func openEnv(ctx context.Context, dir string, logger *slog.Logger) (*env, error)
 		e.close()
 		return nil, fmt.Errorf("cannot open the tables for writing: %w", err)
 	}
-	if e.reader, err = rollups.NewReader(b, rollups.DefaultReaderConfig(), logger); err != nil {
+	rcfg := rollups.DefaultReaderConfig()
+	if cacheBytes > 0 {
+		rcfg.CacheBytes = cacheBytes / 2
+		e.dayCache = cacheBytes - rcfg.CacheBytes
+	}
+	if e.reader, err = rollups.NewReader(b, rcfg, logger); err != nil {
 		e.close()
 		return nil, fmt.Errorf("cannot open the tables for reading: %w", err)
 	}

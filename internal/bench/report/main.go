@@ -52,6 +52,9 @@ type Config struct {
 	// CPUProfile, when set, is where a CPU profile of the API timing
 	// (step 4) is written.
 	CPUProfile string
+	// APICacheBytes is the reporting API's memory for decoded tables, as
+	// mf's --api-cache-bytes (0: the packages' defaults).
+	APICacheBytes int64
 	// MemProfile, when set, is where a heap profile is written after the
 	// API timing, before the API stops.
 	MemProfile string
@@ -59,7 +62,8 @@ type Config struct {
 
 // DefaultConfig is issue 7's bench.
 func DefaultConfig() Config {
-	return Config{Seed: 20260701, People: 1_000_000, Events: 10_000_000, Days: 90, Warmup: 3, N: 50, DuckDB: true, Dashboard: true}
+	return Config{Seed: 20260701, People: 1_000_000, Events: 10_000_000, Days: 90, Warmup: 3, N: 50, DuckDB: true, Dashboard: true,
+		APICacheBytes: 512 << 20}
 }
 
 // Validate reports a setting that cannot work.
@@ -71,6 +75,8 @@ func (c Config) Validate() error {
 		return errors.New("days must be at least 31 (the 30-day questions need history before them)")
 	case c.N < 1 || c.Warmup < 0:
 		return errors.New("n must be at least 1 and warmup at least 0")
+	case c.APICacheBytes < 0:
+		return errors.New("api-cache-bytes must be at least 0")
 	}
 	return nil
 }
@@ -98,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Dashboard, "dashboard", cfg.Dashboard, "time the dashboard's overview in headless Chromium (Node, playwright-core)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the parts' own lines (processor, log, API) to stderr")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the API timing to this file")
+	fs.Int64Var(&cfg.APICacheBytes, "api-cache-bytes", cfg.APICacheBytes, "the reporting API's memory for decoded tables, as mf's --api-cache-bytes (0: the packages' defaults)")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile after the API timing to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -163,7 +170,7 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 	}
 	fmt.Fprintf(out, "report bench in %s\n", dir)
 	start := time.Now()
-	e, err := openEnv(ctx, dir, logger)
+	e, err := openEnv(ctx, dir, logger, cfg.APICacheBytes)
 	if err != nil {
 		return err
 	}

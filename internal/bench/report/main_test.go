@@ -150,7 +150,7 @@ func TestPipelineMatchesTheGenerator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	e, err := openEnv(ctx, dir, nil)
+	e, err := openEnv(ctx, dir, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type timing struct {
 func serveAPI(ctx context.Context, e *env, logger *slog.Logger) (string, func(), error) {
 	cfg := api.DefaultReportingConfig()
 	cfg.RequestsPerMinute = 1_000_000 // the bench is not to be rate limited
+	if e.dayCache > 0 {
+		cfg.CacheBytes = e.dayCache
+	}
 	rep, err := api.NewReporting(ctx, cfg, api.ReportingDeps{Catalog: e.cat, Bucket: e.bucket, Reader: e.reader},
 		func() bool { return true }, logger)
 	if err != nil {
