@@ -180,13 +180,23 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	} else {
 		pc.peopleGen++
 		d.peopleGen = pc.peopleGen
-		all := &partCache{}
-		for _, p := range partitions(tables.People) {
-			if err := scan(tables.People, p, decodePeople, peopleColumns, all); err != nil {
-				return nil, err
-			}
+		buckets := partitions(tables.People)
+		decoded := make([]*partCache, len(buckets))
+		err := d.prefetch(ctx, 0, len(buckets), func(ctx context.Context, i int) error {
+			decoded[i] = &partCache{}
+			return scan(tables.People, buckets[i], decodePeople, peopleColumns, decoded[i])
+		})
+		if err != nil {
+			return nil, err
 		}
-		d.People = slices.Clip(all.people)
+		n := 0
+		for _, c := range decoded {
+			n += len(c.people)
+		}
+		d.People = make([]personRow, 0, n)
+		for _, c := range decoded {
+			d.People = append(d.People, c.people...)
+		}
 		if !slices.IsSortedFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) }) {
 			slices.SortFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) })
 		}

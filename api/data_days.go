@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -136,6 +137,40 @@ func (d *projectData) chunk(ctx context.Context, table string, ord int, build fu
 	return v, nil
 }
 
+// prefetch reads the chunks [a, b) of a table with load, as many at a
+// time as there are processors, so that a window's first read decodes
+// its days in parallel; the caller then finds them pinned.
+func (d *projectData) prefetch(ctx context.Context, a, b int, load func(context.Context, int) error) error {
+	if b <= a {
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), b-a)
+	next := make(chan int)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			var first error
+			for ord := range next {
+				if first == nil {
+					first = load(ctx, ord)
+				}
+			}
+			errs <- first
+		}()
+	}
+	for ord := a; ord < b; ord++ {
+		next <- ord
+	}
+	close(next)
+	var err error
+	for range workers {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
 // scanPart decodes partition name of table with decode.
 func (d *projectData) scanPart(ctx context.Context, table, name string, cols []string, decode func(arrow.Record) error) error {
 	if d.snap == nil {
@@ -209,6 +244,9 @@ func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Visits]
 	a, b := parts.between(from, to, d.Loc)
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
+		return err
+	}
 	for ord := a; ord < b; ord++ {
 		c, err := d.visitChunk(ctx, ord)
 		if err != nil {
@@ -249,6 +287,9 @@ func (d *projectData) visitFinder(ctx context.Context, from, to time.Time) (*vis
 	parts := d.days[tables.Visits]
 	a, b := parts.between(from, to, d.Loc)
 	f := &visitFinder{d: d, a: a, b: b, lo: from.UnixMilli(), hi: to.UnixMilli()}
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
+		return nil, err
+	}
 	var reach int64
 	for ord := a; ord < b; ord++ {
 		c, err := d.visitChunk(ctx, ord)
@@ -373,6 +414,9 @@ func (d *projectData) ConversionRows(ctx context.Context, from, to time.Time) (c
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Conversions]
 	a, b := parts.between(from, to, d.Loc)
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.convChunk(ctx, ord); return err }); err != nil {
+		return nil, err
+	}
 	var out convRows
 	for ord := a; ord < b; ord++ {
 		c, err := d.convChunk(ctx, ord)
@@ -535,6 +579,9 @@ func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purc
 func (d *projectData) activityIn(ctx context.Context, from, to time.Time) ([]*dayActivity, error) {
 	parts := d.days[tables.Events]
 	a, b := parts.between(from, to, d.Loc)
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.factChunk(ctx, ord); return err }); err != nil {
+		return nil, err
+	}
 	out := make([]*dayActivity, 0, b-a)
 	for ord := a; ord < b; ord++ {
 		c, err := d.factChunk(ctx, ord)
