@@ -76,6 +76,18 @@ func sendSinkUnavailable(c *fiber.Ctx) error {
 		"the batch could not be stored; resend it unchanged"), time.Second)
 }
 
+// logFullRetryAfter is the Retry-After of a batch refused because the log
+// is full: room returns as committed batches are purged, not in a second.
+const logFullRetryAfter = 30 * time.Second
+
+// sendLogFull answers a batch the log refused for want of room: the
+// specification's 503 sink_unavailable (nothing was stored; resend it
+// unchanged), with a longer Retry-After than an outage's.
+func sendLogFull(c *fiber.Ctx) error {
+	return sendProblem(c, problem(http.StatusServiceUnavailable, CodeSinkUnavailable,
+		"the batch could not be stored: the log is full; resend it unchanged after Retry-After"), logFullRetryAfter)
+}
+
 // sendMessage writes the `{message}` body of answers produced before the
 // request reaches the API proper: unknown paths, key-looking failures,
 // bodies refused as too large, maintenance.

@@ -36,6 +36,9 @@ type Metrics struct {
 	// DocumentsCompiled counts flag documents compiled (a view of a
 	// project whose content changed).
 	DocumentsCompiled prometheus.Counter
+	// LogFull counts batch requests refused 503 sink_unavailable because
+	// the log reached its size cap (mf_ingest_log_full_total).
+	LogFull prometheus.Counter
 
 	// byStatus caches the Batches child of each status (the hot path
 	// skips the label lookup).
@@ -65,8 +68,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}}, []string{"outcome"}),
 		DocumentsCompiled: prometheus.NewCounter(prometheus.CounterOpts{Name: "mf_flags_documents_compiled_total",
 			Help: "Flag documents compiled (a view of a project whose content changed)."}),
+		LogFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "mf_ingest_log_full_total",
+			Help: "Batch requests refused 503 sink_unavailable because the log reached its size cap (nothing stored)."}),
 	}
-	for _, c := range []prometheus.Collector{m.Batches, m.Events, m.Receipts, m.BodyBytes, m.RateLimited, m.PublishSeconds, m.DocumentsCompiled} {
+	for _, c := range []prometheus.Collector{m.Batches, m.Events, m.Receipts, m.BodyBytes, m.RateLimited, m.PublishSeconds, m.DocumentsCompiled, m.LogFull} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -150,6 +155,13 @@ func (m *Metrics) observePublish(took time.Duration, duplicate bool, err error) 
 		o = m.duplicate
 	}
 	o.Observe(took.Seconds())
+}
+
+// logFull counts a batch refused because the log is full.
+func (m *Metrics) logFull() {
+	if m != nil {
+		m.LogFull.Inc()
+	}
 }
 
 // documentsCompiled counts n flag documents compiled.

@@ -459,6 +459,14 @@ func (s *Server) intake(c *fiber.Ctx, o keyOwner, facts enrich.RequestFacts, net
 			s.logger.Error("ingest: cannot give back an allowance reservation", "organization", o.org.ID, "events", reserved, "err", rerr)
 		}
 	}
+	if errors.Is(err, eventlog.ErrFull) {
+		// The log reached its size cap: nothing was stored. Room returns
+		// as the processor purges committed batches, so the client is
+		// asked to wait longer than after an outage.
+		s.cfg.Metrics.logFull()
+		s.logger.Warn("ingest: the log is full; batch refused, to be resent", "project", rec.Project, "batch", rec.Receipt.Batch, "err", err)
+		return sendLogFull(c)
+	}
 	if err != nil {
 		s.logger.Error("ingest: cannot store a batch", "project", rec.Project, "batch", rec.Receipt.Batch, "err", err)
 		return sendSinkUnavailable(c)

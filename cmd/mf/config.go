@@ -56,6 +56,8 @@ type config struct {
 	LogTLSKey      string // --log-tls-key, MF_LOG_TLS_KEY: its PEM private key
 	LeaseTTL       string // --lease-ttl, MF_LEASE_TTL: how long a processor's partition lease outlives its last renewal
 	APICacheBytes  string // --api-cache-bytes, MF_API_CACHE_BYTES: the reporting API's memory for decoded tables ("": from the machine's memory)
+	LogMaxBytes    string // --log-max-bytes, MF_LOG_MAX_BYTES: size cap of the batches stream ("": chosen, docs/operations.md)
+	LogRetention   string // --log-retention, MF_LOG_RETENTION: how long committed batches stay in the log
 
 	// Listener limits (each listener on its own).
 	HTTPReadTimeout  string // --http-read-timeout, MF_HTTP_READ_TIMEOUT: to read a whole request
@@ -81,6 +83,7 @@ func defaultConfig() config {
 		PrintSecrets:   "false",
 		AccessLog:      "false",
 		LeaseTTL:       "15s",
+		LogRetention:   "144h",
 
 		HTTPReadTimeout:  "30s",
 		HTTPWriteTimeout: "60s",
@@ -121,6 +124,8 @@ func (c *config) specs() []flagSpec {
 		{"log-tls-ca", "MF_LOG_TLS_CA", "PEM file of the CA certificates that sign the NATS servers' certificates (turns TLS on; tls:// URLs turn it on too)", &c.LogTLSCA, cmdsAll},
 		{"log-tls-cert", "MF_LOG_TLS_CERT", "PEM client certificate for NATS servers that verify their clients (with --log-tls-key)", &c.LogTLSCert, cmdsAll},
 		{"log-tls-key", "MF_LOG_TLS_KEY", "PEM private key of --log-tls-cert", &c.LogTLSKey, cmdsAll},
+		{"log-max-bytes", "MF_LOG_MAX_BYTES", "size cap of the log's batches stream, such as 4GiB or 500MiB; at it, batches are refused 503 until committed ones are purged (default: embedded, half the space the log may use; external, none of mf's own)", &c.LogMaxBytes, cmdsAll},
+		{"log-retention", "MF_LOG_RETENTION", "how long the log keeps batches once they are committed to tables, at most 168h (7 days); the processor purges older ones", &c.LogRetention, cmdsProcess},
 		{"lease-ttl", "MF_LEASE_TTL", "how long a processor's partition lease outlives its last renewal: a process that dies hands its partitions on after this", &c.LeaseTTL, cmdsProcess},
 		{"store", "MF_STORE", "s3://[ACCESS:SECRET@]host:port/bucket?secure=false for MinIO or any S3; without keys, from AWS_ACCESS_KEY_ID/MINIO_ACCESS_KEY and the like, ~/.aws/credentials or the instance's IAM role (default: local directory)", &c.Store, cmdsAll},
 		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database (reloaded on SIGHUP)", &c.GeoIP, cmdsIngest},
@@ -276,6 +281,14 @@ func (c config) validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want a positive duration such as 30s", d.flag, d.v))
 		}
 	}
+	if c.LogMaxBytes != "" {
+		if n, err := parseByteSize(c.LogMaxBytes); err != nil || n < 1<<20 {
+			errs = append(errs, fmt.Errorf("--log-max-bytes %q: want a size of at least 1MiB, such as 4GiB or 4294967296", c.LogMaxBytes))
+		}
+	}
+	if v, err := time.ParseDuration(c.LogRetention); err != nil || v < time.Second || v > 7*24*time.Hour {
+		errs = append(errs, fmt.Errorf("--log-retention %q: want a duration from 1s to 168h (7 days), such as 144h", c.LogRetention))
+	}
 	if v, err := time.ParseDuration(c.LeaseTTL); err != nil || v < 3*time.Second {
 		errs = append(errs, fmt.Errorf("--lease-ttl %q: want a duration of at least 3s, such as 15s", c.LeaseTTL))
 	}
@@ -390,6 +403,19 @@ func (c config) listenerLimits() listenerLimits {
 	l.idle, _ = time.ParseDuration(c.HTTPIdleTimeout)
 	l.maxConns, _ = strconv.Atoi(c.HTTPMaxConns)
 	return l
+}
+
+// logMaxBytes is --log-max-bytes in bytes, 0 when not given (the log
+// chooses).
+func (c config) logMaxBytes() int64 {
+	n, _ := parseByteSize(c.LogMaxBytes)
+	return n
+}
+
+// logRetention is --log-retention, parsed.
+func (c config) logRetention() time.Duration {
+	d, _ := time.ParseDuration(c.LogRetention)
+	return d
 }
 
 // leaseTTL is --lease-ttl, parsed.

@@ -138,7 +138,7 @@ type logCollector struct {
 	log                                         *eventlog.Log
 	timeout                                     time.Duration
 	messages, bytes, lastSeq, firstSeq, readers *prometheus.Desc
-	up                                          *prometheus.Desc
+	up, maxBytes                                *prometheus.Desc
 }
 
 func newLogCollector(lg *eventlog.Log) *logCollector {
@@ -150,11 +150,12 @@ func newLogCollector(lg *eventlog.Log) *logCollector {
 		firstSeq: prometheus.NewDesc("mf_log_first_seq", "Position of the oldest message a stream keeps.", topic, nil),
 		readers:  prometheus.NewDesc("mf_log_consumers", "Consumers reading a stream.", topic, nil),
 		up:       prometheus.NewDesc("mf_log_up", "1 when the log answered this scrape, 0 when it did not.", nil, nil),
+		maxBytes: prometheus.NewDesc("mf_log_max_bytes", "Size cap of a stream of the log (at it, new messages are refused); absent when it has none.", topic, nil),
 	}
 }
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.messages, c.bytes, c.lastSeq, c.firstSeq, c.readers, c.up} {
+	for _, d := range []*prometheus.Desc{c.messages, c.bytes, c.lastSeq, c.firstSeq, c.readers, c.up, c.maxBytes} {
 		ch <- d
 	}
 }
@@ -174,6 +175,9 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lastSeq, prometheus.GaugeValue, float64(s.LastSeq), s.Topic)
 		ch <- prometheus.MustNewConstMetric(c.firstSeq, prometheus.GaugeValue, float64(s.FirstSeq), s.Topic)
 		ch <- prometheus.MustNewConstMetric(c.readers, prometheus.GaugeValue, float64(s.Consumers), s.Topic)
+		if s.MaxBytes > 0 {
+			ch <- prometheus.MustNewConstMetric(c.maxBytes, prometheus.GaugeValue, float64(s.MaxBytes), s.Topic)
+		}
 	}
 }
 

@@ -182,6 +182,11 @@ func (s *service) open(ctx context.Context) error {
 	lcfg.CredsFile, lcfg.NKeyFile = s.cfg.LogCreds, s.cfg.LogNKey
 	lcfg.TLSCAFile, lcfg.TLSCertFile, lcfg.TLSKeyFile = s.cfg.LogTLSCA, s.cfg.LogTLSCert, s.cfg.LogTLSKey
 	lcfg.Replicas = s.cfg.logReplicas()
+	for i := range lcfg.Streams {
+		if lcfg.Streams[i].Topic == eventlog.TopicBatches {
+			lcfg.Streams[i].MaxBytes = s.cfg.logMaxBytes()
+		}
+	}
 	if s.cfg.Fsync == "always" {
 		lcfg.Sync = eventlog.SyncPolicyAlways
 	}
@@ -254,6 +259,9 @@ func (s *service) open(ctx context.Context) error {
 		pcfg := processor.DefaultConfig()
 		pcfg.Metrics = s.metrics.proc
 		pcfg.Lease.TTL = s.cfg.leaseTTL()
+		pcfg.LogRetention = s.cfg.logRetention()
+		// Checked often enough that a short retention frees room soon.
+		pcfg.PurgeInterval = min(pcfg.PurgeInterval, max(pcfg.LogRetention/4, 500*time.Millisecond))
 		proc, err := startProcessor(ctx, pcfg, s.metrics.rollups, lg, b, rd, cat, s.segments, s.logger)
 		if err != nil {
 			return err

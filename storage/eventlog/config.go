@@ -131,9 +131,18 @@ type Stream struct {
 	// MaxAge removes messages older than this. 0 keeps them forever.
 	MaxAge time.Duration
 
-	// MaxBytes caps the stream's size; the oldest messages go first. 0 means
-	// no cap.
+	// MaxBytes caps the stream's size; the oldest messages go first (see
+	// RefuseWhenFull). 0 means no cap, or with RefuseWhenFull the cap
+	// Open chooses (AutoMaxBytes).
 	MaxBytes int64
+
+	// RefuseWhenFull makes a stream at MaxBytes refuse new messages (a
+	// publish fails with ErrFull) instead of removing its oldest ones:
+	// nothing stored is ever dropped to make room. Room returns when
+	// messages are purged (the processor purges committed batches past
+	// their retention). With MaxBytes 0 the cap is chosen at Open: see
+	// AutoMaxBytes.
+	RefuseWhenFull bool
 
 	// Consumers are durable consumer groups on the whole topic, created (or
 	// updated to this configuration) by Open.
@@ -186,9 +195,10 @@ type Consumer struct {
 func DefaultStreams() []Stream {
 	return []Stream{
 		{
-			Topic:      TopicBatches,
-			Duplicates: 24 * time.Hour,
-			Partitions: DefaultPartitions,
+			Topic:          TopicBatches,
+			Duplicates:     24 * time.Hour,
+			Partitions:     DefaultPartitions,
+			RefuseWhenFull: true,
 		},
 		{
 			Topic: TopicCatalog,

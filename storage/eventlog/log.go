@@ -35,6 +35,12 @@ var (
 	// ErrTooLarge is returned for a message larger than the server's
 	// maximum payload.
 	ErrTooLarge = errors.New("message is larger than the log accepts")
+	// ErrFull is returned by a publish to a stream that reached its size
+	// cap (Stream.MaxBytes with RefuseWhenFull) or to a server out of
+	// the storage it may use: the message was not stored. Ingest answers
+	// 503 sink_unavailable on it; room returns as committed batches are
+	// purged. Publishing again with the same dedupe id later is safe.
+	ErrFull = errors.New("log is full")
 	// ErrNotFound is returned by GetMsg for a sequence that holds no message
 	// of the topic.
 	ErrNotFound = errors.New("message not found")
@@ -74,6 +80,8 @@ type streamRef struct {
 	// partitions is the stream's partition count as the server has it (0:
 	// not partitioned).
 	partitions int
+	// maxBytes is the stream's size cap as the server has it (0: none).
+	maxBytes int64
 }
 
 // newStreamRef names a stream of the table: PREFIX_TOPIC, on the subjects
@@ -234,8 +242,19 @@ func (l *Log) provision(ctx context.Context) error {
 	for _, spec := range l.cfg.Streams {
 		ref := newStreamRef(l.cfg.Prefix, spec)
 		maxBytes := spec.MaxBytes
+		if maxBytes == 0 && spec.RefuseWhenFull {
+			auto, err := l.autoMaxBytes(ctx, ref.name)
+			if err != nil {
+				return err
+			}
+			maxBytes = auto
+		}
 		if maxBytes == 0 {
 			maxBytes = -1
+		}
+		discard := jetstream.DiscardOld
+		if spec.RefuseWhenFull {
+			discard = jetstream.DiscardNew
 		}
 		parts := spec.Partitions
 		if parts > 0 {
@@ -256,7 +275,7 @@ func (l *Log) provision(ctx context.Context) error {
 			Subjects:    []string{ref.subject, ref.subject + ".>"},
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     jetstream.FileStorage,
-			Discard:     jetstream.DiscardOld,
+			Discard:     discard,
 			MaxAge:      spec.MaxAge,
 			MaxBytes:    maxBytes,
 			MaxMsgs:     -1,
@@ -285,8 +304,9 @@ func (l *Log) provision(ctx context.Context) error {
 			}
 		}
 		info := s.CachedInfo()
+		ref.maxBytes = max(info.Config.MaxBytes, 0)
 		l.logger.Debug("stream ready", "stream", ref.name, "messages", info.State.Msgs,
-			"bytes", info.State.Bytes, "first_seq", info.State.FirstSeq, "last_seq", info.State.LastSeq)
+			"bytes", info.State.Bytes, "max_bytes", ref.maxBytes, "first_seq", info.State.FirstSeq, "last_seq", info.State.LastSeq)
 	}
 	return nil
 }

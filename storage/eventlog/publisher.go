@@ -129,6 +129,10 @@ func (p *Publisher) publish(ctx context.Context, r route, m *nats.Msg) (*jetstre
 		return ack, nil
 	case errors.Is(err, nats.ErrMaxPayload):
 		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+	case isFull(err):
+		// Not retried: room returns when batches are purged, minutes
+		// away, not within a publish.
+		return nil, fmt.Errorf("%w: stream %s refused the message: %w", ErrFull, r.stream.name, err)
 	case ctx.Err() != nil:
 		// The caller gave up; the message may or may not be stored.
 		return nil, fmt.Errorf("publish abandoned by the caller: %w", err)

@@ -15,6 +15,8 @@ type StreamStats struct {
 	Messages, Bytes, FirstSeq, LastSeq uint64
 	// Consumers counts the durable and ephemeral consumers reading it.
 	Consumers int
+	// MaxBytes is the stream's size cap, 0 when it has none.
+	MaxBytes uint64
 }
 
 // StreamStats returns the state of every stream of the log, by topic.
@@ -31,7 +33,8 @@ func (l *Log) StreamStats(ctx context.Context) ([]StreamStats, error) {
 			return nil, fmt.Errorf("%w: cannot read the state of stream %s: %w", ErrUnavailable, ref.name, err)
 		}
 		out = append(out, StreamStats{Topic: topic, Messages: si.State.Msgs, Bytes: si.State.Bytes,
-			FirstSeq: si.State.FirstSeq, LastSeq: si.State.LastSeq, Consumers: si.State.Consumers})
+			FirstSeq: si.State.FirstSeq, LastSeq: si.State.LastSeq, Consumers: si.State.Consumers,
+			MaxBytes: uint64(max(si.Config.MaxBytes, 0))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
 	return out, nil
