@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fullBatch is batch i of the log-full test: events events of about 2 KB,
+// each of its own person, so that the overview's people count the events.
+func fullBatch(i, events int) []byte {
+	pad := strings.Repeat("p", 2000)
+	var evs []string
+	for j := range events {
+		evs = append(evs, fmt.Sprintf(`{"name":"$pageview","anonymousId":"full-%d-%d","page":{"url":"https://shop.example/p%d"},"properties":{"pad":%q}}`, i, j, j, pad))
+	}
+	return batchBody(fmt.Sprintf("f0110000-0000-4000-8000-%012d", i), "full", evs...)
+}
+
+// TestLogFullRefusesThenRecovers runs mf serve with a batches stream
+// capped at 1 MiB and a log retention of 5 s, and fills it through ingest
+// faster than the purge empties it (batches of 40 KB, 10 a second, over
+// long enough that the processor notes several log positions to purge
+// at): past the cap ingest answers 503
+// sink_unavailable with Retry-After 30 and counts it
+// (mf_ingest_log_full_total), never 202; a resend of a batch already
+// stored is still answered 202 with its first receipt. Once the processor
+// commits and purges what is past the retention, the refused batch,
+// resent unchanged, is accepted, and so are new ones (resent until
+// accepted: room returns as batches age past the retention); every event
+// answered 202 is counted once by the processor and by the reporting API.
+func TestLogFullRefusesThenRecovers(t *testing.T) {
+	const events = 20
+	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--log-max-bytes", "1MiB",
+		"--log-retention", "5s", "--rate-limit-scale", "100")
+	send := func(body []byte) (int, string, []byte) {
+		code, h, resp := do(t, "POST", p.ingest+"/v1/batch", body,
+			"Authorization", "Bearer "+demoSecretKey, "Content-Type", "application/json")
+		return code, h.Get("Retry-After"), resp
+	}
+	fams := scrape(t, p)
+	if got := sample(t, fams, "mf_log_max_bytes", "topic", "batches"); got != 1<<20 {
+		t.Fatalf("mf_log_max_bytes{topic=batches} = %v, want %v", got, 1<<20)
+	}
+
+	accepted, refused := 0, -1
+	for i := 0; i < 200 && refused < 0; i++ {
+		code, retry, resp := send(fullBatch(i, events))
+		switch code {
+		case 202:
+			accepted += events
+		case 503:
+			var prob struct{ Code string }
+			if err := json.Unmarshal(resp, &prob); err != nil || prob.Code != "sink_unavailable" || retry != "30" {
+				t.Fatalf("batch %d refused with %s (Retry-After %q), want code sink_unavailable and Retry-After 30", i, resp, retry)
+			}
+			refused = i
+		default:
+			t.Fatalf("batch %d: %d %s", i, code, resp)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if refused < 0 {
+		t.Fatalf("200 batches of 40 KB accepted under a 1 MiB cap")
+	}
+	if refused < 15 || refused > 30 {
+		t.Errorf("the first refusal came at batch %d; 40 KB batches under 1 MiB should fill it at 20 to 26", refused)
+	}
+	t.Logf("log full after %d batches (%d events)", refused, accepted)
+	if code, _, resp := send(fullBatch(0, events)); code != 202 {
+		t.Errorf("a resend of a stored batch on a full log: %d %s, want 202 with its first receipt", code, resp)
+	}
+	if got := sample(t, scrape(t, p), "mf_ingest_log_full_total"); got < 1 {
+		t.Errorf("mf_ingest_log_full_total = %v after a refusal, want at least 1", got)
+	}
+
+	// The processor commits and purges: the refused batch, resent
+	// unchanged as a client does, goes in, and so do the next ones (each
+	// resent while the purge frees room).
+	start := time.Now()
+	for i := refused; i < refused+4; i++ {
+		waitForEvery(t, 90*time.Second, 250*time.Millisecond, func() bool {
+			code, retry, resp := send(fullBatch(i, events))
+			if code == 503 && retry != "30" || code != 202 && code != 503 {
+				t.Fatalf("batch %d: %d %s (Retry-After %q)", i, code, resp, retry)
+			}
+			return code == 202
+		})
+		accepted += events
+		if i == refused {
+			t.Logf("the refused batch was accepted %v after the log filled", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
+
+	waitForEvery(t, 60*time.Second, 250*time.Millisecond, func() bool {
+		done := sample(t, scrape(t, p), "mf_processor_events_total")
+		if done > float64(accepted) {
+			t.Fatalf("mf_processor_events_total %v, more than the %d events answered 202", done, accepted)
+		}
+		return done == float64(accepted)
+	})
+	waitForEvery(t, 30*time.Second, 500*time.Millisecond, func() bool {
+		return overviewNumbers(t, p.api)["people"] == float64(accepted)
+	})
+	fams = scrape(t, p)
+	if msgs := sample(t, fams, "mf_log_messages", "topic", "batches"); msgs >= float64(refused+4) {
+		t.Errorf("the batches stream holds %v messages of %d stored: nothing was purged", msgs, refused+4)
+	}
+	if c := p.stop(time.Minute); c != 0 {
+		t.Errorf("mf serve: exit %d on SIGTERM", c)
+	}
+}
