@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mfhq/mf/storage/storagetest"
 )
 
 // fullBatch is batch i of the log-full test: events events of about 2 KB,
@@ -107,6 +109,70 @@ func TestLogFullRefusesThenRecovers(t *testing.T) {
 	fams = scrape(t, p)
 	if msgs := sample(t, fams, "mf_log_messages", "topic", "batches"); msgs >= float64(refused+4) {
 		t.Errorf("the batches stream holds %v messages of %d stored: nothing was purged", msgs, refused+4)
+	}
+	if c := p.stop(time.Minute); c != 0 {
+		t.Errorf("mf serve: exit %d on SIGTERM", c)
+	}
+}
+
+// TestStoreFullProcessorWaitsThenCatchesUp runs mf serve on a real MinIO
+// behind a proxy that refuses writes as MinIO does on full drives (507
+// XMinioStorageFull). While the store is full, ingest keeps answering 202
+// (the batches wait in the log), the reporting API answers from what is
+// committed, /healthz stays 200, and the processor's commits fail, are
+// counted (mf_processor_commits_total{outcome="failed"}) and logged with
+// the store's reason, and are retried; once the store takes writes again
+// the processor catches up and every event answered 202 is counted once.
+func TestStoreFullProcessorWaitsThenCatchesUp(t *testing.T) {
+	store := storagetest.FullStoreProxy(t, storagetest.StartMinIO(t))
+	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--store", store.URL)
+	accepted := 0
+	send := func(i int) {
+		t.Helper()
+		body := batchBody(fmt.Sprintf("5f0e0000-0000-4000-8000-%012d", i), "full",
+			fmt.Sprintf(`{"name":"$pageview","anonymousId":"store-full-%d","page":{"url":"https://shop.example/"}}`, i))
+		if code, _, resp := do(t, "POST", p.ingest+"/v1/batch", body,
+			"Authorization", "Bearer "+demoSecretKey, "Content-Type", "application/json"); code != 202 {
+			t.Fatalf("batch %d: %d %s", i, code, resp)
+		}
+		accepted++
+	}
+	for i := range 3 {
+		send(i)
+	}
+	waitForEvery(t, 30*time.Second, 250*time.Millisecond, func() bool { return overviewNumbers(t, p.api)["people"] == 3.0 })
+
+	failedBefore := sample(t, scrape(t, p), "mf_processor_commits_total", "outcome", "failed")
+	store.SetFull(true)
+	for i := 3; i < 8; i++ {
+		send(i)
+	}
+	waitForEvery(t, 30*time.Second, 250*time.Millisecond, func() bool {
+		return sample(t, scrape(t, p), "mf_processor_commits_total", "outcome", "failed") >= failedBefore+2
+	})
+	if got := overviewNumbers(t, p.api)["people"]; got != 3.0 {
+		t.Errorf("overview people %v while the store is full, want the 3 committed before", got)
+	}
+	for _, base := range []string{p.ingest, p.api, p.admin} {
+		if code, _, body := do(t, "GET", base+"/healthz", nil); code != 200 {
+			t.Errorf("%s/healthz while the store refuses writes: %d %s, want 200 (reads work, writes are retried)", base, code, body)
+		}
+	}
+	out := p.out.String()
+	if !strings.Contains(out, "cannot commit facts; retrying") || !strings.Contains(out, "minimum free drive threshold") {
+		t.Errorf("mf's output does not say the commit failed and why; tail:\n%s", tail(out, 3000))
+	}
+	send(8)
+
+	store.SetFull(false)
+	waitForEvery(t, 90*time.Second, 250*time.Millisecond, func() bool {
+		return overviewNumbers(t, p.api)["people"] == float64(accepted)
+	})
+	if got := sample(t, scrape(t, p), "mf_processor_events_total"); got != float64(accepted) {
+		t.Errorf("mf_processor_events_total %v, want the %d events answered 202", got, accepted)
+	}
+	if store.Refused.Load() == 0 {
+		t.Error("the store refused no write: the test did not test a full store")
 	}
 	if c := p.stop(time.Minute); c != 0 {
 		t.Errorf("mf serve: exit %d on SIGTERM", c)
