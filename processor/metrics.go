@@ -29,7 +29,7 @@ type Metrics struct {
 	CommitBytes prometheus.Counter
 
 	// The gauges are read at scrape time from the running processors.
-	lagMessages, lagSeconds, leaseHeld, partsHeld, projects prometheus.GaugeFunc
+	lagMessages, lagSeconds, leaseHeld, partsHeld, projects, parked prometheus.GaugeFunc
 	// Batches applied, skipped as committed already (redeliveries) and
 	// corrupt, read from the group's counters (Watch).
 	batches, skipped, corrupt, thawed prometheus.CounterFunc
@@ -46,6 +46,7 @@ type Metrics struct {
 type procState struct {
 	committed atomic.Uint64 // the log position below which all is committed
 	projects  atomic.Int64
+	parked    atomic.Int64
 }
 
 // backlogLog counts what a reader has not consumed (eventlog.Log).
@@ -95,6 +96,17 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 			}
 			return float64(n)
 		})
+	m.parked = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mf_processor_projects_parked",
+		Help: "Projects whose batches wait in the log because their state cannot be loaded or a batch of theirs cannot be decoded (the others go on)."},
+		func() float64 {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			var n int64
+			for _, st := range m.procs {
+				n += st.parked.Load()
+			}
+			return float64(n)
+		})
 	stat := func(f func(Stats) int64) func() float64 {
 		return func() float64 {
 			if g := m.group.Load(); g != nil {
@@ -108,12 +120,12 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.skipped = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_batches_skipped_total",
 		Help: "Batches delivered again that the tables already held."}, stat(func(s Stats) int64 { return s.Skipped }))
 	m.corrupt = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_batches_corrupt_total",
-		Help: "Batches that could not be decoded and were skipped."}, stat(func(s Stats) int64 { return s.Corrupt }))
+		Help: "Batches that could not be decoded (their project is parked; a batch that names no project is skipped)."}, stat(func(s Stats) int64 { return s.Corrupt }))
 	m.thawed = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_days_read_back_total",
 		Help: "Cold days read back from the events table for late events (docs/processor.md, \"Memory\")."},
 		stat(func(s Stats) int64 { return s.ThawedDays }))
 	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.thawed, m.Commits, m.CommitSeconds,
-		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects} {
+		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects, m.parked} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -227,6 +239,7 @@ func (m *Metrics) observe(p *Processor) {
 	}
 	st.committed.Store(safe)
 	st.projects.Store(int64(len(p.projects)))
+	st.parked.Store(int64(len(p.parked)))
 }
 
 // commitDone records the outcome of a commit: events and bytes

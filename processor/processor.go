@@ -455,8 +455,8 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 	err := records.DecodeShared(m.Payload, b)
 	if err != nil {
 		p.stats.corrupt.Add(1)
-		p.logger.Error("cannot decode batch; skipping it", "seq", seq, "err", err)
 		p.handled(seq)
+		p.parkUndecodable(m, seq, err)
 		return
 	}
 	if p.parts > 0 && eventlog.Legacy(m) && eventlog.PartitionOf(b.Project, p.parts) != p.part {
@@ -500,6 +500,35 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 		p.logger.Warn("events for days already final were dropped (older than the late window)", "project", ps.id, "seq", seq, "events", d)
 	}
 	ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+}
+
+// parkUndecodable parks the project of a batch that cannot be decoded (a
+// newer ingest's format, damaged bytes), named by the message's header,
+// from that batch on: the batch stays in the log (the watermark stays
+// below it) and the project's later batches wait with it, while the
+// other projects go on. Each retry reads the batch back and fails the same
+// way until mf can decode it (an upgrade) or an operator removes it from
+// the log (docs/processor.md, "Poisoned projects"). A batch that names no
+// project is skipped, as before.
+func (p *Processor) parkUndecodable(m *message.Message, seq uint64, err error) {
+	id := eventlog.BatchProject(m)
+	if id == "" {
+		p.logger.Error("cannot decode a batch that names no project; skipping it", "seq", seq, "err", err)
+		return
+	}
+	err = fmt.Errorf("batch at log position %d cannot be decoded: %w", seq, err)
+	if p.parked[id] != nil {
+		return
+	}
+	first := seq
+	if ps := p.projects[id]; ps != nil {
+		// What it applied and did not commit is read back on the retry.
+		delete(p.projects, id)
+		if u := ps.firstSeq(); u > 0 {
+			first = min(first, u)
+		}
+	}
+	p.park(strings.Clone(id), first, err)
 }
 
 // park passes over a project whose state cannot be loaded, from position
@@ -939,7 +968,11 @@ func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error 
 					return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
 				}
 			}
-		} else if b, err := records.Decode(m.Payload); err == nil && b.Project == ps.id && seq > ps.applied {
+		} else if b, err := records.Decode(m.Payload); err != nil {
+			if seq > ps.applied && eventlog.BatchProject(m) == ps.id {
+				return fmt.Errorf("cannot read back the batches of project %q: batch at log position %d cannot be decoded: %w", ps.id, seq, err)
+			}
+		} else if b.Project == ps.id && seq > ps.applied {
 			if _, err := p.addBatch(ctx, ps, b); err != nil {
 				return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
 			}
