@@ -110,7 +110,9 @@ func (r *poisonRun) parked() float64 {
 //     operator does with `nats stream rmm`) the project reads its batches
 //     back and counts every one once;
 //   - a corrupt manifest, found at a restart: the same, until the manifest
-//     is put back.
+//     is put back;
+//   - corrupt Parquet files of its events table, found at a restart: the
+//     same, until they are put back.
 func TestPoisonedProjectIsQuarantined(t *testing.T) {
 	ns := natstest.StartServer(t, "nats", "")
 	data := t.TempDir()
@@ -203,6 +205,44 @@ func TestPoisonedProjectIsQuarantined(t *testing.T) {
 	}
 	if err := os.WriteFile(manifest, good, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	r.waitPeople(poisonedProject, 90*time.Second)
+	r.waitPeople(healthyProject, 30*time.Second)
+	waitFor(t, 30*time.Second, func() bool { return r.parked() == 0 })
+	if c := p.stop(time.Minute); c != 0 {
+		t.Fatalf("mf serve: exit %d on SIGTERM", c)
+	}
+
+	// Corrupt Parquet files of its events table, found at the next start.
+	saved := map[string][]byte{}
+	_ = filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(filepath.ToSlash(path), "rollups/"+poisonedProject+"/data/events/") && strings.HasSuffix(path, ".parquet") {
+			b, rerr := os.ReadFile(path)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			saved[path] = b
+		}
+		return nil
+	})
+	if len(saved) == 0 {
+		t.Fatalf("no events file of project %s under %s", poisonedProject, data)
+	}
+	for path, b := range saved {
+		if err := os.WriteFile(path, []byte(strings.Repeat("\xff", len(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = startMF(t, data, "serve", "--log", ns.URL())
+	r.p = p
+	r.send(poisonedProject, 2)
+	r.send(healthyProject, 2)
+	r.waitPeople(healthyProject, 30*time.Second)
+	waitFor(t, 30*time.Second, func() bool { return r.parked() == 1 })
+	for path, b := range saved {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r.waitPeople(poisonedProject, 90*time.Second)
 	r.waitPeople(healthyProject, 30*time.Second)
