@@ -124,7 +124,7 @@ func TestLogFullRefusesThenRecovers(t *testing.T) {
 // the store's reason, and are retried; once the store takes writes again
 // the processor catches up and every event answered 202 is counted once.
 func TestStoreFullProcessorWaitsThenCatchesUp(t *testing.T) {
-	store := storagetest.FullStoreProxy(t, storagetest.StartMinIO(t))
+	store := storagetest.FaultyStoreProxy(t, storagetest.StartMinIO(t))
 	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--store", store.URL)
 	accepted := 0
 	send := func(i int) {
