@@ -516,19 +516,12 @@ func (p *Processor) parkUndecodable(m *message.Message, seq uint64, err error) {
 		p.logger.Error("cannot decode a batch that names no project; skipping it", "seq", seq, "err", err)
 		return
 	}
-	err = fmt.Errorf("batch at log position %d cannot be decoded: %w", seq, err)
 	if p.parked[id] != nil {
 		return
 	}
-	first := seq
-	if ps := p.projects[id]; ps != nil {
-		// What it applied and did not commit is read back on the retry.
-		delete(p.projects, id)
-		if u := ps.firstSeq(); u > 0 {
-			first = min(first, u)
-		}
-	}
-	p.park(strings.Clone(id), first, err)
+	// The project's state, up to the batch before, stays in memory and is
+	// committed as usual; the retries read back from there (retryParked).
+	p.park(strings.Clone(id), seq, fmt.Errorf("batch at log position %d cannot be decoded: %w", seq, err))
 }
 
 // park passes over a project whose state cannot be loaded, from position
@@ -549,7 +542,13 @@ func (p *Processor) retryParked(ctx context.Context) {
 		if now.Before(pk.retryAt) || ctx.Err() != nil {
 			continue
 		}
-		ps, err := p.load(ctx, id)
+		// A project parked for an undecodable batch keeps its state in
+		// memory: it goes on from there.
+		ps := p.projects[id]
+		var err error
+		if ps == nil {
+			ps, err = p.load(ctx, id)
+		}
 		if err == nil {
 			err = p.readBack(ctx, ps, p.lastSeq.Load())
 		}
