@@ -77,4 +77,3 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
