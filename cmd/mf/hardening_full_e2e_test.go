@@ -22,8 +22,8 @@ func fullBatch(i, events int) []byte {
 }
 
 // TestLogFullRefusesThenRecovers runs mf serve with a batches stream
-// capped at 1 MiB and a log retention of 5 s, and fills it through ingest
-// faster than the purge empties it (batches of 40 KB, 10 a second, over
+// capped at 1 MiB and a log retention of 15 s, and fills it through ingest
+// well within the retention (batches of 40 KB, 10 a second at most, over
 // long enough that the processor notes several log positions to purge
 // at): past the cap ingest answers 503
 // sink_unavailable with Retry-After 30 and counts it
@@ -36,7 +36,7 @@ func fullBatch(i, events int) []byte {
 func TestLogFullRefusesThenRecovers(t *testing.T) {
 	const events = 20
 	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--log-max-bytes", "1MiB",
-		"--log-retention", "5s", "--rate-limit-scale", "100")
+		"--log-retention", "15s", "--rate-limit-scale", "100")
 	send := func(body []byte) (int, string, []byte) {
 		code, h, resp := do(t, "POST", p.ingest+"/v1/batch", body,
 			"Authorization", "Bearer "+demoSecretKey, "Content-Type", "application/json")
@@ -48,6 +48,7 @@ func TestLogFullRefusesThenRecovers(t *testing.T) {
 	}
 
 	accepted, refused := 0, -1
+	fill := time.Now()
 	for i := 0; i < 200 && refused < 0; i++ {
 		code, retry, resp := send(fullBatch(i, events))
 		switch code {
@@ -65,7 +66,7 @@ func TestLogFullRefusesThenRecovers(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if refused < 0 {
-		t.Fatalf("200 batches of 40 KB accepted under a 1 MiB cap")
+		t.Fatalf("200 batches of 40 KB accepted under a 1 MiB cap in %v (the purge keeps up when filling takes longer than the 15 s retention)", time.Since(fill).Round(time.Second))
 	}
 	if refused < 15 || refused > 30 {
 		t.Errorf("the first refusal came at batch %d; 40 KB batches under 1 MiB should fill it at 20 to 26", refused)
