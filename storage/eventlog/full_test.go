@@ -119,3 +119,35 @@ func TestAutoMaxBytesEmbedded(t *testing.T) {
 		t.Fatalf("batches discard policy %s, want DiscardNew", info.Config.Discard)
 	}
 }
+
+// TestFullStreamExternal: on an external server the stream keeps the cap
+// one process gave it when another opens the log without one (it cannot
+// choose a cap for disks it does not see), and refuses at it with ErrFull;
+// without any cap given, the stream has none.
+func TestFullStreamExternal(t *testing.T) {
+	ns := startServer(t, t.TempDir(), 0)
+	ctx := context.Background()
+	none := DefaultConfig()
+	none.URL = ns.ClientURL()
+	if got := openLog(t, none).MaxBytes(TopicBatches); got != 0 {
+		t.Fatalf("external stream with no cap given: MaxBytes %d, want 0", got)
+	}
+	capped := none
+	capped.Streams = DefaultStreams()
+	capped.Streams[0].MaxBytes = 64 << 10
+	if got := openLog(t, capped).MaxBytes(TopicBatches); got != 64<<10 {
+		t.Fatalf("MaxBytes %d after a process gave 64 KiB", got)
+	}
+	l := openLog(t, none)
+	if got := l.MaxBytes(TopicBatches); got != 64<<10 {
+		t.Fatalf("a process without a cap lifted it: MaxBytes %d, want %d", got, 64<<10)
+	}
+	payload := make([]byte, 4000)
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = l.Publisher().PublishOnce(ctx, "batches.p1", fmt.Sprintf("b%d", i), message.NewMessage(fmt.Sprintf("m%d", i), payload))
+	}
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("publish past the cap on an external server: %v, want ErrFull", err)
+	}
+}
