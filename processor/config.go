@@ -95,6 +95,19 @@ type Config struct {
 	// operations contract allows 7).
 	LogRetention  time.Duration
 	PurgeInterval time.Duration
+	// RetentionInterval is how often the processor looks for history past
+	// the retention of each project of its partitions (its
+	// organization's plan: catalog.RetentionDays) and deletes it from the
+	// archive and every table (retention.go; docs/privacy.md,
+	// "Retention"). The first look comes one interval after the start. 0
+	// keeps everything. Default 1 hour.
+	RetentionInterval time.Duration
+	// RetentionGrace is how many days (whole days) a day may be past its
+	// project's retention before a run deletes it; a run then deletes
+	// every day past the retention, so that a project's history is
+	// rebuilt about once per grace, not every day. Default 3 days, at
+	// most 7.
+	RetentionGrace time.Duration
 	// Tables are the table definitions (Tables()).
 	Tables map[string]*rollups.Table
 	// Metrics records what the processor does (NewMetrics); nil: nothing.
@@ -105,7 +118,9 @@ type Config struct {
 // "processor", commits every 500ms (15s in a backlog of more than 10,000
 // messages or 10 seconds, or at 200,000 waiting events), 30-minute
 // visits, a late window of
-// 31 days, the watermark in processor/watermark.json.
+// 31 days, the watermark in processor/watermark.json, the log's batches
+// purged 6 days after their commit, history past a plan's retention
+// (and a grace of 3 days) deleted, looked for every hour.
 func DefaultConfig() Config {
 	return Config{
 		Topic:                "batches",
@@ -128,6 +143,8 @@ func DefaultConfig() Config {
 		CollectInterval:      10 * time.Minute,
 		LogRetention:         6 * 24 * time.Hour,
 		PurgeInterval:        10 * time.Minute,
+		RetentionInterval:    time.Hour,
+		RetentionGrace:       3 * 24 * time.Hour,
 		Tables:               Tables(),
 	}
 }
@@ -168,6 +185,10 @@ func (c Config) Validate() error {
 	}
 	if c.LogRetention < 0 || c.LogRetention > 7*24*time.Hour || c.LogRetention > 0 && c.PurgeInterval <= 0 {
 		errs = append(errs, fmt.Errorf("LogRetention %v must be 0 (keep) or at most 7 days, with a positive PurgeInterval (%v)", c.LogRetention, c.PurgeInterval))
+	}
+	if c.RetentionInterval < 0 || c.RetentionGrace < 0 || c.RetentionGrace > 7*24*time.Hour || c.RetentionGrace%(24*time.Hour) != 0 {
+		errs = append(errs, fmt.Errorf("RetentionInterval %v must be 0 (keep everything) or positive, RetentionGrace %v whole days between 0 and 7 (default 1h and 3 days)",
+			c.RetentionInterval, c.RetentionGrace))
 	}
 	if c.LeaseName == "" {
 		errs = append(errs, errors.New(`LeaseName is empty; use "processor"`))

@@ -2,11 +2,13 @@ package processor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -154,6 +156,11 @@ func putErasure(ctx context.Context, b storage.Bucket, project string, rec Erasu
 
 // pendingErasures lists the project's erasure records still pending.
 func pendingErasures(ctx context.Context, b storage.Bucket, project string) ([]Erasure, error) {
+	return listErasures(ctx, b, project, func(rec Erasure) bool { return rec.State == ErasurePending })
+}
+
+// listErasures lists the project's erasure records that keep says to.
+func listErasures(ctx context.Context, b storage.Bucket, project string, keep func(Erasure) bool) ([]Erasure, error) {
 	var out []Erasure
 	err := b.List(ctx, "erasures/"+project+"/", func(o storage.ObjectInfo) error {
 		data, _, err := storage.ReadAll(ctx, b, o.Key)
@@ -161,12 +168,31 @@ func pendingErasures(ctx context.Context, b storage.Bucket, project string) ([]E
 			return err
 		}
 		var rec Erasure
-		if json.Unmarshal(data, &rec) == nil && rec.State == ErasurePending {
+		if json.Unmarshal(data, &rec) == nil && keep(rec) {
 			out = append(out, rec)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// eraseCommitted applies to e, in log order, the project's erasures whose
+// message lies after position after, up to upTo.
+func eraseCommitted(ctx context.Context, b storage.Bucket, project string, e *facts.Engine, after, upTo uint64) error {
+	if upTo <= after {
+		return nil
+	}
+	recs, err := listErasures(ctx, b, project, func(rec Erasure) bool { return rec.Seq > after && rec.Seq <= upTo })
+	if err != nil {
+		return fmt.Errorf("cannot read the erasures of project %q: %w", project, err)
+	}
+	slices.SortFunc(recs, func(x, y Erasure) int { return cmp.Compare(x.Seq, y.Seq) })
+	for _, rec := range recs {
+		if ref, ok := records.ParseUUID(rec.Person); ok {
+			e.Erase(ref)
+		}
+	}
+	return nil
 }
 
 // resolvePerson returns the person of ref from the tables: ref itself when
@@ -307,7 +333,7 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 		p.logger.Error("cannot purge the files an erasure rewrote; it stays pending", "project", ps.id, "err", err)
 		return
 	}
-	now := time.Now().UTC()
+	now := p.deps.Clock().UTC()
 	for _, e := range done {
 		rec, err := ErasureStatus(ctx, p.deps.Bucket, ps.id, e.id)
 		if err != nil {

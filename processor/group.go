@@ -151,6 +151,8 @@ func (s *Stats) add(o Stats) {
 	s.TooLate += o.TooLate
 	s.BytesWritten += o.BytesWritten
 	s.ThawedDays += o.ThawedDays
+	s.Retentions += o.Retentions
+	s.RetentionLooks += o.RetentionLooks
 	s.Parked += o.Parked
 	s.LastSeq = max(s.LastSeq, o.LastSeq)
 }

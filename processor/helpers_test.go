@@ -2,6 +2,7 @@ package processor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,10 @@ type env struct {
 	bucket storage.Bucket
 	store  *rollups.Store
 	reader *rollups.Reader
+	// plan is the organization's plan provision gives ("pro" when empty).
+	plan string
+	// clock, when set, is the processors' clock (Deps.Clock).
+	clock func() time.Time
 	// shared: the processors started share the embedded log as separate
 	// processes share an external one (no takeover of leases at start).
 	shared bool
@@ -136,8 +141,8 @@ func (e *env) provision(cases ...*goldenCase) {
 			"actions":%s,"segments":[%s],"flags":%s}`, c.project.ID, i, i, c.project.Timezone, c.project.ReportingCurrency, i, i, i, i,
 			stripProject(acts), strings.Join(segs, ","), flagsOf(c)))
 	}
-	file := fmt.Sprintf(`{"organizations":[{"id":"0195f3b4-0000-7000-8000-00000000ff01","slug":"org","name":"Org","plan":"pro","featureFlags":true,"projects":[%s]}]}`,
-		strings.Join(projects, ","))
+	file := fmt.Sprintf(`{"organizations":[{"id":"0195f3b4-0000-7000-8000-00000000ff01","slug":"org","name":"Org","plan":%q,"featureFlags":true,"projects":[%s]}]}`,
+		cmp.Or(e.plan, "pro"), strings.Join(projects, ","))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := e.cat.Apply(ctx, []byte(file)); err != nil {
@@ -226,7 +231,7 @@ func (e *env) start(edit func(*Config), segs *Segments) *running {
 		e.t.Fatal(err)
 	}
 	p, err := NewGroup(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket,
-		Catalog: e.cat, Segments: segs, Logger: testLogger()})
+		Catalog: e.cat, Segments: segs, Logger: testLogger(), Clock: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}

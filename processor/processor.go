@@ -72,6 +72,9 @@ type Deps struct {
 	Segments *Segments
 	// Logger may be nil.
 	Logger *slog.Logger
+	// Clock gives the time retention counts days from and erasure
+	// records are stamped with; nil: time.Now.
+	Clock func() time.Time
 }
 
 // Processor turns the log's accepted batches into the tables, exactly
@@ -112,6 +115,13 @@ type Processor struct {
 	markChecked time.Time
 	purgedBelow uint64
 	purgedAt    time.Time
+	// Retention (retention.go): when the last look started, whether a
+	// run is under way, and the projects a run rebuilt (their state is
+	// rebuilt from the new tables).
+	started    time.Time
+	retainedAt time.Time
+	retaining  atomic.Bool
+	retained   chan string
 	// crashOnStop makes Run return at once when its context ends, without
 	// the final commit: how the package's tests stand for a crash.
 	crashOnStop atomic.Bool
@@ -119,7 +129,7 @@ type Processor struct {
 
 type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
-	bytes, parked, thawedDays                                                    atomic.Int64
+	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -145,6 +155,11 @@ type Stats struct {
 	// ThawedDays counts days read back into memory for late events
 	// (docs/processor.md, "Memory").
 	ThawedDays int64
+	// Retentions counts the projects whose history past their retention
+	// was deleted (retention.go), one per run and project.
+	// RetentionLooks counts the looks at every project's retention (one
+	// per RetentionInterval), counted when a look is over.
+	Retentions, RetentionLooks int64
 	// LastSeq is the highest log position handled, Watermark the position
 	// below which everything is committed.
 	LastSeq, Watermark uint64
@@ -229,6 +244,9 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
 	cl, err := channels.Default()
 	if err != nil {
 		return nil, fmt.Errorf("cannot create processor: %w", err)
@@ -244,6 +262,8 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 		stopped:       make(chan struct{}),
 		sem:           make(chan struct{}, 2),
 		unknownWarned: map[string]bool{},
+		retained:      make(chan string, 16),
+		started:       time.Now(),
 	}, nil
 }
 
@@ -254,7 +274,8 @@ func (p *Processor) Stats() Stats {
 		Corrupt: p.stats.corrupt.Load(), Commits: p.stats.commits.Load(), CommitFailures: p.stats.commitFailures.Load(),
 		Reloads: p.stats.reloads.Load(), TooLate: p.stats.tooLate.Load(), BytesWritten: p.stats.bytes.Load(),
 		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
-		ThawedDays: p.stats.thawedDays.Load(),
+		ThawedDays: p.stats.thawedDays.Load(), Retentions: p.stats.retentions.Load(),
+		RetentionLooks: p.stats.retentionLooks.Load(),
 	}
 }
 
@@ -343,6 +364,9 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 			p.flushDue(ctx, false)
 			p.writeWatermark(ctx, false)
 			p.purgeLog(ctx)
+			p.retain(ctx)
+		case id := <-p.retained:
+			p.afterRetention(ctx, id)
 		case <-lease.Context().Done():
 			// Another process took the log over: what this one applied is
 			// committed only if its tables did not move meanwhile
@@ -636,7 +660,7 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 		horizon = cp.Received - p.cfg.LateWindow.Milliseconds()
 		hot = cp.Received - p.cfg.HotWindow.Milliseconds()
 	}
-	n, err := foldEvents(ctx, sn, e, true, hot)
+	n, err := foldEvents(ctx, sn, e, true, hot, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
 	}
@@ -659,12 +683,26 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 
 // foldEvents adds every row of the snapshot's events table to e, day by
 // day; days whose visits ended before hot (epoch ms, 0: none) go cold as
-// the scan passes them. derived keeps the stored catalog matches.
-func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, derived bool, hot int64) (int64, error) {
+// the scan passes them. derived keeps the stored catalog matches. Days
+// before since (a day number, 0: none) are left out.
+func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, derived bool, hot int64, since int32) (int64, error) {
 	horizon := hot
 	var n int64
 	lastPart := ""
-	err := sn.Scan(ctx, TableEvents, rollups.ScanOptions{}, func(b rollups.Batch) error {
+	var opts rollups.ScanOptions
+	if since != 0 {
+		if ts := sn.Manifest().Table(TableEvents); ts != nil {
+			for _, part := range ts.PartitionNames() {
+				if d, err := facts.ParseDay(part); err != nil || d >= since {
+					opts.Partitions = append(opts.Partitions, part)
+				}
+			}
+		}
+		if len(opts.Partitions) == 0 {
+			return 0, nil
+		}
+	}
+	err := sn.Scan(ctx, TableEvents, opts, func(b rollups.Batch) error {
 		if b.Partition != lastPart {
 			if lastPart != "" && horizon > 0 {
 				if d, err := facts.ParseDay(b.Partition); err == nil {

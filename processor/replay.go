@@ -14,6 +14,7 @@ import (
 	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
 )
@@ -40,6 +41,10 @@ type ReplayOptions struct {
 	// Source is where the history is read: ReplayArchive (default) or
 	// ReplayLog.
 	Source ReplaySource
+	// Since, YYYY-MM-DD, leaves the events of the days before it out of
+	// the rebuilt tables: with the generation they replace, they are gone
+	// (retention, retention.go). Empty: none. Archive only.
+	Since string
 	// Attempts bounds how often replay catches up with a live processor
 	// that committed meanwhile before it gives up (default 20).
 	Attempts int
@@ -55,6 +60,11 @@ type ReplayDeps struct {
 	Subscriber KeyReader
 	Log        KeyLog
 	Logger     *slog.Logger
+	// Bucket, when set, is where the erasure records are read: an
+	// erasure that a live processor commits while the replay runs is
+	// applied to the replay's state too (without it, a replay beside a
+	// live erasure could bring the person back).
+	Bucket storage.Bucket
 }
 
 // KeyReader reads the messages of one key (project) of a topic
@@ -113,6 +123,17 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		}
 		fromDay = d
 	}
+	var sinceDay int32
+	if opts.Since != "" {
+		d, err := facts.ParseDay(opts.Since)
+		if err != nil {
+			return st, fmt.Errorf("cannot replay: Since %q is not a day YYYY-MM-DD: %w", opts.Since, err)
+		}
+		if opts.Source != ReplayArchive {
+			return st, fmt.Errorf("cannot replay: Since needs the source %q", ReplayArchive)
+		}
+		sinceDay = d
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -140,7 +161,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		if base.Version == 0 {
 			return st, fmt.Errorf("cannot replay project %q: %w", opts.Project, ErrNoProject)
 		}
-		n, err := foldEvents(ctx, sn, e, false, 0)
+		n, err := foldEvents(ctx, sn, e, false, 0, sinceDay)
 		if err != nil {
 			return st, fmt.Errorf("cannot replay project %q: %w", opts.Project, err)
 		}
@@ -171,7 +192,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 			return false
 		}
 		d, err := facts.ParseDay(part)
-		return err == nil && d < fromDay && (table == TableEvents || table == TableVisits || table == TableConversions)
+		return err == nil && d < fromDay && d >= sinceDay && (table == TableEvents || table == TableVisits || table == TableConversions)
 	}
 	staged, err := deps.Store.StartGeneration(ctx, opts.Project, rollups.GenerationOptions{Keep: keep})
 	if err != nil {
@@ -248,6 +269,9 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		var changed []string
 		if ts := live.Table(TableEvents); ts != nil {
 			for _, part := range ts.PartitionNames() {
+				if d, err := facts.ParseDay(part); err == nil && d < sinceDay {
+					continue // past retention: left out
+				}
 				if !slices.Equal(fileNames(live.Files(TableEvents, part)), fileNames(expect.Files(TableEvents, part))) {
 					changed = append(changed, part)
 				}
@@ -266,6 +290,19 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 				}
 				return nil
 			})
+			if err != nil {
+				abort()
+				return st, fmt.Errorf("cannot replay project %q: %w", opts.Project, err)
+			}
+		}
+		if deps.Bucket != nil {
+			// Erasures the live processor committed meanwhile: the
+			// events read above lack the person, but the replay's state
+			// still holds them from before.
+			ecp, err := parseCheckpoint(expect.Checkpoint(cfg.Checkpoint))
+			if err == nil {
+				err = eraseCommitted(ctx, deps.Bucket, opts.Project, e, ecp.Seq, lcp.Seq)
+			}
 			if err != nil {
 				abort()
 				return st, fmt.Errorf("cannot replay project %q: %w", opts.Project, err)
