@@ -102,6 +102,16 @@ func (p *Processor) retain(ctx context.Context) {
 		defer p.inflight.Done()
 		defer p.retaining.Store(false)
 		defer p.stats.retentionLooks.Add(1)
+		if p.part == 0 {
+			// Access records are per user, not per project: the first
+			// partition's processor keeps them.
+			n, err := retainAccess(ctx, p.deps.Bucket, st, p.deps.Clock(), p.cfg.RetentionGrace)
+			if err != nil {
+				p.logger.Warn("retention: cannot delete access records past their retention; trying again later", "err", err)
+			} else if n > 0 {
+				p.logger.Info("retention: deleted access records past their retention", "objects", n)
+			}
+		}
 		for _, id := range projects {
 			if ctx.Err() != nil {
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/storage"
 )
 
 // retentionCase is a case of testdata/retention/cases.json: steps run one
@@ -237,5 +239,66 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited a minute for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRetainAccessRecords: the reporting API's access records go once
+// older than the longest retention of their user's organizations and the
+// grace (testdata/retention/access.json).
+func TestRetainAccessRecords(t *testing.T) {
+	raw, err := os.ReadFile("testdata/retention/access.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Now       time.Time
+		Provision json.RawMessage
+		Records   []struct {
+			Why, Key, Age, Name string
+			Kept                bool
+		}
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("testdata/retention/access.json: %v", err)
+	}
+	e := newEnv(t, "")
+	ctx := context.Background()
+	if _, err := e.cat.Apply(ctx, c.Provision); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, len(c.Records))
+	for i, r := range c.Records {
+		name := r.Name
+		if name == "" {
+			age, err := time.ParseDuration(r.Age)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name = fmt.Sprintf("%020d-p%d.jsonl", c.Now.Add(-age).UnixNano(), i)
+		}
+		keys[i] = accessRecordsPrefix + r.Key + "/" + name
+		if _, err := e.bucket.Put(ctx, keys[i], strings.NewReader(`{"at":"2026-01-01T00:00:00Z"}`+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := retainAccess(ctx, e.bucket, e.cat.State(), c.Now, DefaultConfig().RetentionGrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i, r := range c.Records {
+		_, _, err := storage.ReadAll(ctx, e.bucket, keys[i])
+		switch {
+		case r.Kept && err != nil:
+			t.Errorf("%s: deleted (%v), want kept", r.Why, err)
+		case !r.Kept && !errors.Is(err, storage.ErrNotFound):
+			t.Errorf("%s: kept, want deleted", r.Why)
+		}
+		if !r.Kept {
+			want++
+		}
+	}
+	if gone != want {
+		t.Errorf("retainAccess says %d deleted, want %d", gone, want)
 	}
 }
