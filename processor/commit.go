@@ -100,9 +100,11 @@ func sortedKeys[K int | int32, V any](m map[K]V) []K {
 // partition written is replaced, except for partitions that only gain
 // rows (add). check is called with the manifest the
 // commit would be based on and may refuse it (ErrMoved); it runs again
-// for every retry of the commit race.
+// for every retry of the commit race. written, when not nil, is called
+// once the files are written, before the manifest is updated (the fault
+// point "erasure-written": Deps.Hook).
 func commit(ctx context.Context, store *rollups.Store, tables map[string]*rollups.Table, project string,
-	target rollups.Target, parts []partitionRows, cpName, cp string, check func(*rollups.Manifest) error) (*rollups.Manifest, int64, error) {
+	target rollups.Target, parts []partitionRows, cpName, cp string, check func(*rollups.Manifest) error, onWritten func()) (*rollups.Manifest, int64, error) {
 	// Build and write the files in parallel: encoding takes the cores,
 	// and the store's writes wait for the disk or the network.
 	files := make([]rollups.DataFile, len(parts))
@@ -156,6 +158,9 @@ func commit(ctx context.Context, store *rollups.Store, tables map[string]*rollup
 	if err := ctx.Err(); err != nil {
 		discard()
 		return nil, 0, err
+	}
+	if onWritten != nil {
+		onWritten()
 	}
 	var add []rollups.DataFile
 	var bytes int64

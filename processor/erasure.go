@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -299,6 +300,14 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 	}
 	_, n, _ := ps.engine.Erase(ref)
 	ps.erasures = append(ps.erasures, appliedErasure{id: em.ID, events: n})
+	// The record keeps the count and the position: a crash after the
+	// commit is finished from them (finishCommittedErasures).
+	if rec, err := ErasureStatus(ctx, p.deps.Bucket, ps.id, em.ID); err == nil && rec.State == ErasurePending {
+		rec.Seq, rec.Events = seq, n
+		if err := putErasure(ctx, p.deps.Bucket, ps.id, rec); err != nil {
+			p.logger.Warn("cannot note an erasure's count in its record", "project", ps.id, "erasure", em.ID, "err", err)
+		}
+	}
 	ps.noteApplied(seq, 0, ps.received)
 	p.logger.Info("person erased from the processor's state; committing", "project", ps.id, "erasure", em.ID, "events", n)
 	return nil
@@ -359,7 +368,7 @@ func (p *Processor) purge(ctx context.Context, project string, parts map[string]
 			return err
 		}
 	}
-	_, err := p.deps.Store.CollectRetired(cctx, project)
+	_, err := p.deps.Store.CollectPurge(cctx, project, p.leaseAt)
 	return err
 }
 
@@ -376,7 +385,7 @@ func (p *Processor) finishCommittedErasures(ctx context.Context, ps *project) {
 	var done []appliedErasure
 	for _, r := range recs {
 		if r.Seq > 0 && r.Seq <= ps.committed.Seq {
-			done = append(done, appliedErasure{id: r.ID})
+			done = append(done, appliedErasure{id: r.ID, events: r.Events})
 		}
 	}
 	if len(done) == 0 {
@@ -397,4 +406,40 @@ func (p *Processor) finishCommittedErasures(ctx context.Context, ps *project) {
 		return
 	}
 	p.finishErasures(ctx, ps, nil, done)
+}
+
+// finishPendingErasures loads, when the processor starts, the projects of
+// its partitions that have a pending erasure: one whose commit a crash
+// left unpurged is finished now (project), not only when the project's
+// next batch comes.
+func (p *Processor) finishPendingErasures(ctx context.Context) {
+	projects := map[string]bool{}
+	err := p.deps.Bucket.List(ctx, "erasures/", func(o storage.ObjectInfo) error {
+		rest := strings.TrimPrefix(o.Key, "erasures/")
+		id, _, ok := strings.Cut(rest, "/")
+		if !ok || projects[id] || p.parts > 0 && eventlog.PartitionOf(id, p.parts) != p.part {
+			return nil
+		}
+		data, _, err := storage.ReadAll(ctx, p.deps.Bucket, o.Key)
+		if err != nil {
+			return err
+		}
+		var rec Erasure
+		if json.Unmarshal(data, &rec) == nil && rec.State == ErasurePending {
+			projects[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		p.logger.Warn("cannot look for pending erasures; they are finished when their project is next loaded", "err", err)
+		return
+	}
+	for id := range projects {
+		if p.projects[id] != nil || p.parked[id] != nil {
+			continue
+		}
+		if _, err := p.project(ctx, id); err != nil {
+			p.logger.Warn("cannot load a project with a pending erasure; it is finished when the project is next loaded", "project", id, "err", err)
+		}
+	}
 }

@@ -75,6 +75,12 @@ type Deps struct {
 	// Clock gives the time retention counts days from and erasure
 	// records are stamped with; nil: time.Now.
 	Clock func() time.Time
+	// Hook, when set, is called at named points of an erasure:
+	// "erasure-written" once the files of the commit that holds it are
+	// written, before the manifest is updated; "erasure-committed" once
+	// that commit is in the manifest, before the purge. The fault build of
+	// mf (cmd/mf, tag mffaults) stands for a crash there; nil otherwise.
+	Hook func(point string)
 }
 
 // Processor turns the log's accepted batches into the tables, exactly
@@ -120,8 +126,12 @@ type Processor struct {
 	// rebuilt from the new tables).
 	started    time.Time
 	retainedAt time.Time
-	retaining  atomic.Bool
-	retained   chan string
+	// leaseAt is when this processor took its lease: files of the
+	// project written before it and never committed are a crashed
+	// writer's (an erasure's purge deletes them at once).
+	leaseAt   time.Time
+	retaining atomic.Bool
+	retained  chan string
 	// crashOnStop makes Run return at once when its context ends, without
 	// the final commit: how the package's tests stand for a crash.
 	crashOnStop atomic.Bool
@@ -318,6 +328,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 			p.logger.Warn("cannot release the processor lease", "err", err)
 		}
 	}()
+	p.leaseAt = time.Now()
 	// Read after the lease is held: a processor that held it before may
 	// have moved the watermark on while this one waited.
 	wm, err := p.readWatermark(ctx)
@@ -341,6 +352,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 	p.leading.Store(true)
 	defer p.leading.Store(false)
 	p.logger.Debug("processor started", "watermark", wm, "lease", lease.Holder())
+	p.finishPendingErasures(ctx)
 	tick := time.NewTicker(p.cfg.FlushInterval / 4)
 	defer tick.Stop()
 	for {
@@ -798,6 +810,10 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	ps.flushing = true
 	ps.nextFirst = 0
 	erasures := ps.erasures
+	var onWritten func()
+	if len(erasures) > 0 && p.deps.Hook != nil {
+		onWritten = func() { p.deps.Hook("erasure-written") }
+	}
 	ps.erasures = nil
 	events := ps.pendingEvts
 	ps.pending, ps.pendingEvts = false, 0
@@ -828,7 +844,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 						ErrMoved, ps.id, m.Checkpoint(p.cfg.Checkpoint), m.Generation, expect, gen)
 				}
 				return nil
-			})
+			}, onWritten)
 		select {
 		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started),
 			flushTook: flushTook, backlog: backlog, events: events, erasures: erasures}:
@@ -884,6 +900,9 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 			p.deps.Segments.apply(ps.id, r.manifest, r.ch)
 		}
 		if len(r.erasures) > 0 {
+			if p.deps.Hook != nil {
+				p.deps.Hook("erasure-committed")
+			}
 			p.finishErasures(ctx, ps, r.ch, r.erasures)
 		}
 		p.maintain(ctx, ps)

@@ -226,7 +226,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 	// record is built (commit), not held until the last is written.
 	all.DropRows()
 	if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, parts, cfg.Checkpoint, cp.String(),
-		func(*rollups.Manifest) error { return nil }); err != nil {
+		func(*rollups.Manifest) error { return nil }, nil); err != nil {
 		abort()
 		return st, err
 	}
@@ -313,7 +313,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		ch := e.Flush()
 		segs := segmentBuilds(deps.Catalog.State(), ps, time.Now().UnixMilli())
 		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(deps.Store.Allocator(), ch, segs, ecfg.ReportingCurrency, cp.Rev),
-			cfg.Checkpoint, cp.String(), func(*rollups.Manifest) error { return nil }); err != nil {
+			cfg.Checkpoint, cp.String(), func(*rollups.Manifest) error { return nil }, nil); err != nil {
 			abort()
 			return st, err
 		}

@@ -19,7 +19,7 @@ import (
 // than that by more than RetentionGrace remains, the project's tables are
 // rebuilt from its archive without the days before the retained history
 // (Replay with Since, beside the live processor), the generation they
-// replace is deleted at once (Store.CollectRetired: no superseded file
+// replace is deleted at once (Store.CollectPurge: no superseded file
 // keeps a deleted row), and the processor rebuilds its state of the
 // project from the new tables. What is derived from the events (visits,
 // conversions, people, identities, segment members and segments) is then
@@ -156,7 +156,7 @@ func (p *Processor) retainProject(ctx context.Context, id string) bool {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 	defer cancel()
-	cs, err := p.deps.Store.CollectRetired(cctx, id)
+	cs, err := p.deps.Store.CollectPurge(cctx, id, p.leaseAt)
 	if err != nil {
 		// The next run (or the next collection) deletes them.
 		p.logger.Warn("retention: cannot delete the replaced files; trying again later", "project", id, "err", err)

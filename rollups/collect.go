@@ -31,7 +31,7 @@ type CollectStats struct {
 // promotion in between cannot hide its files (they are in the staged
 // manifest read, or in the live one read after it).
 func (s *Store) Collect(ctx context.Context, project string) (CollectStats, error) {
-	return s.collect(ctx, project, s.cfg.RetireGrace)
+	return s.collect(ctx, project, s.cfg.RetireGrace, time.Time{})
 }
 
 // CollectRetired is Collect without the grace for retired files: every file
@@ -39,10 +39,22 @@ func (s *Store) Collect(ctx context.Context, project string) (CollectStats, erro
 // superseded file may keep a row it removed). A reader still scanning an
 // older snapshot then fails and reads again.
 func (s *Store) CollectRetired(ctx context.Context, project string) (CollectStats, error) {
-	return s.collect(ctx, project, -1)
+	return s.collect(ctx, project, -1, time.Time{})
 }
 
-func (s *Store) collect(ctx context.Context, project string, grace time.Duration) (CollectStats, error) {
+// CollectPurge is CollectRetired that also deletes, whatever their age,
+// the unreferenced files written before orphansBefore (by the store's
+// clock): those of a writer that crashed between writing and committing
+// (an erasure's commit, possibly). The caller knows that no writer of
+// the project can still commit files written before then (it holds the
+// project's lease since). While a staged generation exists (a replay
+// writes), orphans keep their grace: its files are unreferenced until it
+// commits.
+func (s *Store) CollectPurge(ctx context.Context, project string, orphansBefore time.Time) (CollectStats, error) {
+	return s.collect(ctx, project, -1, orphansBefore)
+}
+
+func (s *Store) collect(ctx context.Context, project string, grace time.Duration, orphansBefore time.Time) (CollectStats, error) {
 	var st CollectStats
 	if err := validateProject(project); err != nil {
 		return st, err
@@ -65,6 +77,9 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 		staged = slices.Delete(staged, i, i+1)
 		infos = slices.Delete(infos, i, i+1)
 		i--
+	}
+	if len(staged) > 0 {
+		orphansBefore = time.Time{}
 	}
 	live, err := s.Load(ctx, Live(project))
 	if err != nil {
@@ -94,7 +109,7 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 		switch {
 		case expired[ref.String()]:
 			doomed = append(doomed, o.Key)
-		case now.Sub(o.LastModified) > s.cfg.OrphanGrace:
+		case now.Sub(o.LastModified) > s.cfg.OrphanGrace || o.LastModified.Before(orphansBefore):
 			doomed = append(doomed, o.Key)
 			orphans++
 		}

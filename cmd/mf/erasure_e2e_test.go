@@ -50,27 +50,7 @@ func TestErasure(t *testing.T) {
 	}
 	const token = "erasure-test-admin-token-0123456789abcdef"
 	start := time.Now()
-	batches := func(skip string) [][]byte {
-		var out [][]byte
-		for i, e := range c.Events {
-			if e.Who == skip {
-				continue
-			}
-			ago, err := time.ParseDuration(e.Ago)
-			if err != nil {
-				t.Fatalf("event %d: ago %q: %v", i, e.Ago, err)
-			}
-			ev := map[string]any{}
-			for k, v := range e.Event {
-				ev[k] = v
-			}
-			ev["time"] = start.Add(-ago).UnixMilli()
-			ev["id"] = fmt.Sprintf("e7a5e000-0000-4000-8000-%012d", i)
-			j, _ := json.Marshal(ev)
-			out = append(out, batchBody(fmt.Sprintf("e7a5ba70-0000-4000-8000-%012d", i), "full", string(j)))
-		}
-		return out
-	}
+	batches := func(skip string) [][]byte { return erasureBatches(t, c, start, skip) }
 	run := func(skip string) (*mfProc, []string) {
 		p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--admin-token", token)
 		auth := []string{"Authorization", "Bearer " + token}
@@ -179,6 +159,31 @@ func TestErasure(t *testing.T) {
 		t.Fatalf("mf erase: exit %d\n%s\n%s", code, out, errOut)
 	}
 	checkErased(t, a, bob, []string{"bob", "ord-bob-1"})
+}
+
+// erasureBatches are the batch bodies of the case's events, those of who
+// skip left out, timed back from start.
+func erasureBatches(t *testing.T, c erasureCase, start time.Time, skip string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i, e := range c.Events {
+		if e.Who == skip {
+			continue
+		}
+		ago, err := time.ParseDuration(e.Ago)
+		if err != nil {
+			t.Fatalf("event %d: ago %q: %v", i, e.Ago, err)
+		}
+		ev := map[string]any{}
+		for k, v := range e.Event {
+			ev[k] = v
+		}
+		ev["time"] = start.Add(-ago).UnixMilli()
+		ev["id"] = fmt.Sprintf("e7a5e000-0000-4000-8000-%012d", i)
+		j, _ := json.Marshal(ev)
+		out = append(out, batchBody(fmt.Sprintf("e7a5ba70-0000-4000-8000-%012d", i), "full", string(j)))
+	}
+	return out
 }
 
 // waitCommitted waits until the processor has committed events events and

@@ -2,10 +2,17 @@
 
 package main
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+)
 
 // faultInjection is false in every build but the tests' fault build
 // (faults_on.go): the panicGuard adds no handler then.
 const faultInjection = false
 
 func injectPanic(c *fiber.Ctx) error { return c.Next() }
+
+// faultHook is nil but in the fault build (faults_on.go).
+func faultHook(*slog.Logger) func(point string) { return nil }

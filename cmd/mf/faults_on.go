@@ -2,7 +2,12 @@
 
 package main
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"log/slog"
+	"os"
+
+	"github.com/gofiber/fiber/v2"
+)
 
 // faultInjection: this is the fault build (go build -tags mffaults), made
 // by the tests only, never shipped. A request with the header
@@ -23,4 +28,23 @@ func injectPanic(c *fiber.Ctx) error {
 		m[v]++
 	}
 	panic("injected panic carrying " + v)
+}
+
+// faultHook is the processor's fault hook (processor.Deps.Hook): when the
+// processor reaches the point that MF_TEST_CRASH_AT names (such as
+// "erasure-written"), mf logs "fault point reached" with the point and
+// stops there for good, for the test to kill it (SIGKILL) as a crash at
+// that point would.
+func faultHook(logger *slog.Logger) func(point string) {
+	at := os.Getenv("MF_TEST_CRASH_AT")
+	if at == "" {
+		return nil
+	}
+	return func(point string) {
+		if point != at {
+			return
+		}
+		logger.Error("fault point reached", "point", point)
+		select {}
+	}
 }
