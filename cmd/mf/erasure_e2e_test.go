@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,10 +87,23 @@ func TestErasure(t *testing.T) {
 	}
 	var gotIDs []string
 	last := ""
+	// Her refs for the DuckDB scan: her person's, her event ids, and the
+	// browsers only she used (the shared one stays, as bob's).
+	duckRefs := []string{alice}
 	for _, l := range lines[1:] {
 		var ev map[string]any
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev["type"] != "event" {
 			t.Fatalf("export line is not an event: %s", l)
+		}
+		duckRefs = append(duckRefs, ev["id"].(string))
+		var i int
+		if _, err := fmt.Sscanf(ev["id"].(string), "e7a5e000-0000-4000-8000-%012d", &i); err == nil && i < len(c.Events) {
+			src := c.Events[i].Event
+			if a, _ := src["anonymousId"].(string); a != "" && a != "s" && src["userId"] == nil {
+				if u, ok := ev["unit"].(string); ok {
+					duckRefs = append(duckRefs, u)
+				}
+			}
 		}
 		if tm := ev["time"].(string); tm < last {
 			t.Fatalf("export not oldest first: %s after %s", tm, last)
@@ -135,6 +149,7 @@ func TestErasure(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkErased(t, a, alice, c.Needles)
+	duckScan(t, a.data, duckRefs, c.Needles)
 	// Her events of three days ago were on days gone cold (docs/processor.md,
 	// "Memory"): the erasure read them back.
 	if n := sample(t, scrape(t, a, auth...), "mf_processor_days_read_back_total"); n < 1 {
@@ -150,6 +165,7 @@ func TestErasure(t *testing.T) {
 		t.Fatalf("mf replay: exit %d\n%s\n%s", code, out, errOut)
 	}
 	checkErased(t, a, alice, c.Needles)
+	duckScan(t, a.data, duckRefs, c.Needles)
 	compareReports(t, a, b)
 
 	// mf erase on bob: done when it returns.
@@ -317,6 +333,69 @@ func uuidBytes(t *testing.T, s string) (u [16]byte) {
 		t.Fatalf("ref %q is not a UUID: %v", s, err)
 	}
 	return [16]byte(b)
+}
+
+// duckScan has DuckDB (npm @duckdb/node-api,
+// rollups/testdata/duckdb/scan.mjs) read every Parquet file under data
+// (live, superseded or orphaned alike) and fails on any row that holds a
+// needle or one of refs (UUID strings), in any column.
+func duckScan(t *testing.T, data string, refs, needles []string) {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hexRefs := make([]string, len(refs))
+	for i, r := range refs {
+		u := uuidBytes(t, r)
+		hexRefs[i] = hex.EncodeToString(u[:])
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed; the DuckDB check needs Node.js 18 or later with npm (Debian: apt-get install nodejs npm)", tool)
+		}
+	}
+	const dir = "../../rollups/testdata/duckdb"
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
+		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm install in %s failed: %v\n%s", dir, err, out)
+		}
+	}
+	in, _ := json.Marshal(map[string]any{"files": files, "needles": needles, "refs": hexRefs})
+	cmd := exec.Command("node", "scan.mjs")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node scan.mjs failed: %v\n%s", err, stderr.String())
+	}
+	var ans struct {
+		Files, Rows int
+		Hits        []struct {
+			File, Column, Value string
+			Rows                int
+		}
+	}
+	if err := json.Unmarshal(out, &ans); err != nil {
+		t.Fatalf("cannot decode DuckDB's answer %q: %v", out, err)
+	}
+	if ans.Files != len(files) || ans.Files == 0 || ans.Rows == 0 {
+		t.Fatalf("DuckDB read %d of %d Parquet files, %d rows: the scan would pass on nothing", ans.Files, len(files), ans.Rows)
+	}
+	for _, h := range ans.Hits {
+		t.Errorf("DuckDB finds %q in %s, column %s (%d rows)", h.Value, h.File, h.Column, h.Rows)
+	}
+	t.Logf("DuckDB scanned %d Parquet files, %d rows, for %d refs and %d needles", ans.Files, ans.Rows, len(refs), len(needles))
 }
 
 // compareReports checks that two processes answer the same people list and
