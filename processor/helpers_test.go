@@ -53,6 +53,7 @@ type env struct {
 	plan string
 	// clock, when set, is the processors' clock (Deps.Clock).
 	clock func() time.Time
+	closed bool
 	// shared: the processors started share the embedded log as separate
 	// processes share an external one (no takeover of leases at start).
 	shared bool
@@ -116,6 +117,10 @@ func newEnvWith(t testing.TB, dir string, editLog func(*eventlog.Config)) *env {
 }
 
 func (e *env) close() {
+	if e.closed {
+		return
+	}
+	e.closed = true
 	e.cat.Close()
 	e.log.Close()
 	e.bucket.Close()
