@@ -52,7 +52,7 @@ type env struct {
 	// plan is the organization's plan provision gives ("pro" when empty).
 	plan string
 	// clock, when set, is the processors' clock (Deps.Clock).
-	clock func() time.Time
+	clock  func() time.Time
 	closed bool
 	// shared: the processors started share the embedded log as separate
 	// processes share an external one (no takeover of leases at start).
