@@ -183,6 +183,9 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		if err := writeDataset(dir, ds); err != nil {
 			return err
 		}
+		if err := e.purgeBatches(ctx, ds.LastSeq); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(out, "reusing the dataset built %s (seed %d): %d events, %d people, %d batches; processed in %.0f s (%.0f events/s)\n",
 			ds.BuiltAt.Format(time.RFC3339), ds.Seed, ds.Truth.Events, ds.Truth.People, ds.Truth.Batches,
@@ -197,6 +200,9 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		}
 		if cp < ds.LastSeq {
 			return fmt.Errorf("the tables in %s cover the log to %d, not to the dataset's last batch %d; remove the directory and build again", dir, cp, ds.LastSeq)
+		}
+		if err := e.purgeBatches(ctx, ds.LastSeq); err != nil { // datasets built before builds purged
+			return err
 		}
 	}
 
