@@ -164,7 +164,7 @@ func publish(ctx context.Context, pub *eventlog.Publisher, b *records.Batch) (ui
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	msg.SetContext(pctx)
-	r, err := pub.PublishOnce(pctx, eventlog.TopicBatches, eventlog.BatchDedupeID(b.Project, b.ID), msg)
+	r, err := pub.PublishOnce(pctx, eventlog.BatchSubject(b.Project), eventlog.BatchDedupeID(b.Project, b.ID), msg)
 	if err != nil {
 		return 0, fmt.Errorf("cannot publish batch %s: %w", b.ID, err)
 	}
