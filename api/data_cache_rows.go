@@ -10,7 +10,11 @@ import (
 // (ReportingConfig.CacheBytes) and shared by every project. Values are
 // immutable once stored. A value larger than the whole budget is not kept:
 // the request that read it still uses it (its pins, data_days.go) and
-// drops it when it ends.
+// drops it when it ends. A request never evicts what it read itself:
+// when the budget is smaller than a request's days, it stops adding to the
+// cache instead of cycling through it, so that the next request still
+// finds the days that fitted (a scan larger than an LRU cache would
+// otherwise evict every entry before it is used again).
 type rowCache struct {
 	mu    sync.Mutex
 	limit int64
@@ -18,21 +22,22 @@ type rowCache struct {
 	lru   *list.List // front: most recently used
 	items map[string]*list.Element
 
-	hits, misses, evictions int64
+	hits, misses, evictions, refused int64
 }
 
 type rowEntry struct {
-	key  string
-	val  any
-	size int64
+	key   string
+	val   any
+	size  int64
+	owner any // the request that last read or stored it
 }
 
 func newRowCache(limit int64) *rowCache {
 	return &rowCache{limit: limit, lru: list.New(), items: map[string]*list.Element{}}
 }
 
-// get returns the value under key.
-func (c *rowCache) get(key string) (any, bool) {
+// get returns the value under key, read by owner (a request).
+func (c *rowCache) get(key string, owner any) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[key]
@@ -42,7 +47,9 @@ func (c *rowCache) get(key string) (any, bool) {
 	}
 	c.hits++
 	c.lru.MoveToFront(el)
-	return el.Value.(*rowEntry).val, true
+	e := el.Value.(*rowEntry)
+	e.owner = owner
+	return e.val, true
 }
 
 // peek returns the value under key without counting a lookup or making it
@@ -56,24 +63,35 @@ func (c *rowCache) peek(key string) (any, bool) {
 	return nil, false
 }
 
-// put stores val (size bytes) under key, evicting the least recently used
-// entries to make room.
-func (c *rowCache) put(key string, val any, size int64) {
+// put stores val (size bytes) under key for owner (a request), evicting
+// the least recently used entries of other requests to make room; when
+// only the owner's own entries could make room, val is not kept. It
+// reports whether val was kept.
+func (c *rowCache) put(key string, val any, size int64, owner any) bool {
 	if size > c.limit {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[key]; ok {
-		return // a concurrent read stored the same value
+		return true // a concurrent read stored the same value
 	}
-	c.items[key] = c.lru.PushFront(&rowEntry{key: key, val: val, size: size})
-	c.size += size
-	for c.size > c.limit {
-		el := c.lru.Back()
-		c.drop(el)
+	free := c.limit - c.size
+	for el := c.lru.Back(); free < size && el != nil; el = el.Prev() {
+		e := el.Value.(*rowEntry)
+		if owner != nil && e.owner == owner {
+			c.refused++
+			return false
+		}
+		free += e.size
+	}
+	for c.size+size > c.limit {
+		c.drop(c.lru.Back())
 		c.evictions++
 	}
+	c.items[key] = c.lru.PushFront(&rowEntry{key: key, val: val, size: size, owner: owner})
+	c.size += size
+	return true
 }
 
 // remove drops the value under key, if any (a superseded resolution).
@@ -98,12 +116,13 @@ type RowCacheStats struct {
 	// the number of decoded partitions it holds.
 	Limit, Bytes, Entries int64
 	// Hits, Misses and Evictions count lookups and entries dropped for
-	// room since start.
-	Hits, Misses, Evictions int64
+	// room since start; Refused counts partitions not kept because only
+	// the reading request's own entries could have made room.
+	Hits, Misses, Evictions, Refused int64
 }
 
 func (c *rowCache) stats() RowCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return RowCacheStats{Limit: c.limit, Bytes: c.size, Entries: int64(len(c.items)), Hits: c.hits, Misses: c.misses, Evictions: c.evictions}
+	return RowCacheStats{Limit: c.limit, Bytes: c.size, Entries: int64(len(c.items)), Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Refused: c.refused}
 }

@@ -17,12 +17,15 @@ import (
 // is not kept, remove gives its bytes back.
 func TestRowCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newRowCache(100)
-	c.put("a", 1, 40)
-	c.put("b", 2, 40)
-	if _, ok := c.get("a"); !ok { // a is now more recent than b
+	r1, r2, r3 := &pins{}, &pins{}, &pins{}
+	c.put("a", 1, 40, r1)
+	c.put("b", 2, 40, r1)
+	if _, ok := c.get("a", r2); !ok { // a is now more recent than b
 		t.Fatal("a is not cached")
 	}
-	c.put("c", 3, 40) // 120 > 100: b goes
+	if !c.put("c", 3, 40, r2) { // 120 > 100: b (r1's) goes
+		t.Fatal("c was refused although r1's b could make room")
+	}
 	if _, ok := c.peek("b"); ok {
 		t.Error("b, the least recently used, was kept")
 	}
@@ -31,14 +34,25 @@ func TestRowCacheEvictsLeastRecentlyUsed(t *testing.T) {
 			t.Errorf("%s was evicted", k)
 		}
 	}
-	c.put("big", 4, 101)
-	if _, ok := c.peek("big"); ok {
+	// r2 read a and c: a request larger than the budget stops adding
+	// rather than evicting what it read itself.
+	if c.put("d", 4, 40, r2) {
+		t.Error("r2's d evicted r2's own a")
+	}
+	if _, ok := c.peek("a"); !ok {
+		t.Error("a was evicted by the request that read it")
+	}
+	// Another request may evict them.
+	if !c.put("e", 5, 40, r3) {
+		t.Error("r3's e was refused")
+	}
+	if c.put("big", 6, 101, r3) {
 		t.Error("a value larger than the budget was kept")
 	}
-	c.remove("a")
+	c.remove("c")
 	st := c.stats()
-	if st.Bytes != 40 || st.Entries != 1 || st.Evictions != 1 || st.Limit != 100 {
-		t.Errorf("stats %+v, want 40 bytes in 1 entry after 1 eviction", st)
+	if st.Bytes != 40 || st.Entries != 1 || st.Evictions != 2 || st.Refused != 1 || st.Limit != 100 {
+		t.Errorf("stats %+v, want 40 bytes in 1 entry after 2 evictions and 1 refusal", st)
 	}
 }
 
@@ -100,8 +114,8 @@ func TestDataCacheHoldsItsBudget(t *testing.T) {
 		}
 	}
 	st, lst := small.CacheStats(), large.CacheStats()
-	if st.Evictions == 0 || st.Entries == 0 {
-		t.Errorf("the small cache never filled and evicted (%+v): the budget did not bind", st)
+	if st.Evictions+st.Refused == 0 || st.Entries == 0 {
+		t.Errorf("the small cache never filled (%+v): the budget did not bind", st)
 	}
 	if lst.Evictions != 0 || lst.Hits == 0 {
 		t.Errorf("the unlimited cache: %+v, want hits and no eviction", lst)

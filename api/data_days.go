@@ -108,7 +108,7 @@ func (d *projectData) chunk(ctx context.Context, table string, ord int, build fu
 	parts := d.days[table]
 	name, sig := parts.names[ord], parts.sigs[ord]
 	key := d.pid + "\x00" + table + "/" + name + "\x00" + sig + "\x00" + strconv.FormatUint(d.peopleGen, 10)
-	if v, ok := d.rows.get(key); ok {
+	if v, ok := d.rows.get(key, d.req); ok {
 		d.req.put(pk, v)
 		return v, nil
 	}
@@ -124,7 +124,7 @@ func (d *projectData) chunk(ctx context.Context, table string, ord int, build fu
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", part, err)
 	}
-	d.rows.put(key, v, size)
+	d.rows.put(key, v, size, d.req)
 	d.pc.chunkMu.Lock()
 	if cur := d.pc.latest[part]; cur.key == "" || cur.gen <= d.peopleGen {
 		if cur.key != "" && cur.key != key {
