@@ -19,11 +19,17 @@ type CollectStats struct {
 	Orphans int
 	// Generations counts staged generations aborted as abandoned.
 	Generations int
+	// SubManifests counts sub-manifests that no root (live or staged)
+	// lists, deleted after OrphanGrace: of lost commit races, replaced
+	// groups, aborted generations.
+	SubManifests int
 }
 
 // Collect deletes the data files of project that no manifest needs any
 // more: files retired more than RetireGrace ago, and files that no
-// manifest references and that were written more than OrphanGrace ago.
+// manifest references and that were written more than OrphanGrace ago;
+// and the sub-manifests that no root lists, written more than
+// OrphanGrace ago.
 // Staged generations without a commit for StagingExpiry are aborted first.
 // It is safe to run beside writers, readers and other collectors.
 //
@@ -89,7 +95,13 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 
 	protected := map[string]bool{} // live somewhere, or retired within the grace
 	expired := map[string]bool{}   // retired longer ago than the grace
+	listed := map[string]bool{}    // sub-manifests some root lists
 	for _, m := range manifests {
+		for name, ts := range m.Tables {
+			for _, g := range ts.groups {
+				listed[s.layout.parts(project, name, g.Object)] = true
+			}
+		}
 		m.liveFiles(func(f DataFile) { protected[f.Ref().String()] = true })
 		for _, r := range m.Retired {
 			if now.Sub(r.At) <= grace {
@@ -125,6 +137,9 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 	}
 	st.Orphans = orphans
 	st.Retired = len(doomed) - orphans
+	if st.SubManifests, err = s.collectParts(ctx, project, listed, now); err != nil {
+		return st, err
+	}
 
 	// Forget the expired retired entries, all of which are deleted now or
 	// are live in another manifest.
@@ -144,9 +159,33 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 			return st, fmt.Errorf("cannot forget deleted files of %s: %w", t, err)
 		}
 	}
-	if st.Retired+st.Orphans+st.Generations > 0 {
-		s.logger.Info("rollups: collected files", "project", project, "retired", st.Retired, "orphans", st.Orphans, "generations", st.Generations)
+	if st.Retired+st.Orphans+st.Generations+st.SubManifests > 0 {
+		s.logger.Info("rollups: collected files", "project", project, "retired", st.Retired, "orphans", st.Orphans, "generations", st.Generations, "sub_manifests", st.SubManifests)
 	}
 	s.cfg.Metrics.collected(st)
 	return st, nil
+}
+
+// collectParts deletes the sub-manifests of project that no root lists
+// (listed, from roots read before the listing) and that were written more
+// than OrphanGrace ago. A sub-manifest is written just before the root
+// that lists it, so one younger than the grace may belong to a commit
+// under way.
+func (s *Store) collectParts(ctx context.Context, project string, listed map[string]bool, now time.Time) (int, error) {
+	var doomed []string
+	err := s.bucket.List(ctx, s.layout.partsPrefix(project), func(o storage.ObjectInfo) error {
+		if _, _, ok := s.layout.parsePartsKey(project, o.Key); ok && !listed[o.Key] && now.Sub(o.LastModified) > s.cfg.OrphanGrace {
+			doomed = append(doomed, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot list sub-manifests of project %q: %w", project, err)
+	}
+	for _, k := range doomed {
+		if err := s.bucket.Delete(ctx, k); err != nil {
+			return 0, fmt.Errorf("cannot delete sub-manifest %q: %w", k, err)
+		}
+	}
+	return len(doomed), nil
 }

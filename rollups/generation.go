@@ -1,7 +1,6 @@
 package rollups
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -230,16 +229,19 @@ func (s *Store) readStaging(ctx context.Context, project string) ([]*Manifest, [
 		if !ok || validateGeneration(id) != nil {
 			continue
 		}
-		data, _, err := storage.ReadAll(ctx, s.bucket, o.Key)
+		t := Target{Project: project, Staging: id}
+		s.mu.Lock()
+		prev := s.known[t].m
+		s.mu.Unlock()
+		m, _, err := s.source().load(ctx, t, prev)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue // promoted or aborted meanwhile
 		}
+		if errors.Is(err, ErrCorruptManifest) {
+			return nil, nil, fmt.Errorf("%w: %q: %w", errStagingCorrupt, o.Key, err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot read staged manifest %q: %w", o.Key, err)
-		}
-		m, err := decodeManifest(bytes.Clone(data), Target{Project: project, Staging: id})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %q: %w", errStagingCorrupt, o.Key, err)
 		}
 		out = append(out, m)
 		kept = append(kept, o)

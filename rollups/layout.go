@@ -14,10 +14,12 @@ import (
 //
 //	<prefix>/<project>/manifest.json                          live manifest
 //	<prefix>/<project>/staging/<generation id>.json           staged generations
+//	<prefix>/<project>/manifests/<table>/<object id>.json      sub-manifests
 //	<prefix>/<project>/data/<table>/<partition>/<file id>.parquet
 const (
 	manifestObject = "manifest.json"
 	stagingDir     = "staging"
+	partsDir       = "manifests"
 	dataDir        = "data"
 	parquetExt     = ".parquet"
 	manifestExt    = ".json"
@@ -40,6 +42,10 @@ func (l layout) manifest(p string) string      { return l.project(p) + manifestO
 func (l layout) stagingPrefix(p string) string { return l.project(p) + stagingDir + "/" }
 func (l layout) staging(p, id string) string   { return l.stagingPrefix(p) + id + manifestExt }
 func (l layout) dataPrefix(p string) string    { return l.project(p) + dataDir + "/" }
+func (l layout) partsPrefix(p string) string   { return l.project(p) + partsDir + "/" }
+func (l layout) parts(p, table, object string) string {
+	return l.partsPrefix(p) + table + "/" + object
+}
 func (l layout) file(p string, f FileRef) string {
 	return l.dataPrefix(p) + f.Table + "/" + f.Partition + "/" + f.Name
 }
@@ -64,6 +70,20 @@ func (l layout) parseFileKey(p, k string) (FileRef, bool) {
 		return FileRef{}, false
 	}
 	return FileRef{Table: parts[0], Partition: parts[1], Name: parts[2]}, true
+}
+
+// parsePartsKey reads the table and object name of a sub-manifest key of
+// project p; ok is false for keys that are not sub-manifests.
+func (l layout) parsePartsKey(p, k string) (table, object string, ok bool) {
+	rest, ok := strings.CutPrefix(k, l.partsPrefix(p))
+	if !ok {
+		return "", "", false
+	}
+	table, object, ok = strings.Cut(rest, "/")
+	if !ok || !tableNameRE.MatchString(table) || !validPartsObject(object) {
+		return "", "", false
+	}
+	return table, object, true
 }
 
 // validateProject checks a project id: 1 to 128 ASCII letters, digits,

@@ -1,30 +1,40 @@
 package rollups
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 )
 
-// manifestFormat names the manifest encoding; a reader refuses others.
-const manifestFormat = "mf-rollups-manifest/1"
+// manifestFormat names the manifest encoding that commits write: a root
+// object that lists sub-manifests (parts.go). manifestFormatV1 is the
+// earlier single-object encoding, still read (an installation upgrading);
+// the first commit over it writes format 2. A reader refuses others.
+const (
+	manifestFormat   = "mf-rollups-manifest/2"
+	manifestFormatV1 = "mf-rollups-manifest/1"
+)
 
 // Manifest is one committed version of a project's tables: the live data
 // files of every table and partition, the consumers' checkpoints, and the
 // files retired by earlier versions that wait for deletion. It is the
-// unit of atomicity: a commit replaces it whole, so a reader sees all of a
-// commit or none of it.
+// unit of atomicity: a commit replaces its root object with one
+// conditional put (the sub-manifests it changed are written before, under
+// new names), so a reader sees all of a commit or none of it. In memory it
+// is always whole, whatever the encoding it was read from.
 //
 // A Manifest returned by this package is shared (readers cache it): treat
 // it and everything it holds as read-only.
 type Manifest struct {
-	// Format is the encoding version, "mf-rollups-manifest/1".
+	// Format is the encoding it was read from: "mf-rollups-manifest/2", or
+	// "mf-rollups-manifest/1" for a manifest not committed to since an
+	// upgrade.
 	Format string `json:"format"`
 	// Project is the project id.
 	Project string `json:"project"`
@@ -71,8 +81,16 @@ type TableState struct {
 	// enc holds the JSON encoding of partitions' file lists, so that a
 	// commit re-encodes only the partitions it changed. Set when the state
 	// is built (decoded or changed) and never modified after: states are
-	// shared between manifests and goroutines.
+	// shared between manifests and goroutines. A partition missing here
+	// is encoded when needed.
 	enc map[string][]byte
+	// groups holds the sub-manifest of each partition group, by group id;
+	// nil when the state was not read from or written as format 2 (all
+	// groups are written by the next commit). dirty names the groups a
+	// change touched, whose sub-manifests the commit writes anew. Both are
+	// set when the state is built, like enc.
+	groups map[string]partGroup
+	dirty  map[string]bool
 }
 
 // tableStateJSON is the encoding of TableState.
@@ -210,73 +228,116 @@ type manifestHead struct {
 	Retired     []RetiredFile     `json:"retired,omitempty"`
 }
 
-// encodeManifest writes m as compact JSON on one line: fields in a fixed
-// order, tables, partitions and checkpoints sorted by name (the encoding
-// is deterministic). Partitions are spliced in from their kept
-// encodings, so a commit costs little more than the bytes written.
-func encodeManifest(m *Manifest) ([]byte, error) {
-	head, err := json.Marshal(manifestHead{
-		Format: m.Format, Project: m.Project, Generation: m.Generation, Version: m.Version, Staging: m.Staging,
+// rootTableJSON is the encoding of a table in a root (format 2).
+type rootTableJSON struct {
+	SortKey      []string    `json:"sortKey,omitempty"`
+	NoDictionary []string    `json:"noDictionary,omitempty"`
+	Key          []string    `json:"key,omitempty"`
+	Columns      []Column    `json:"columns"`
+	Groups       []partGroup `json:"groups"`
+}
+
+// rootJSON is the encoding of a root (format 2).
+type rootJSON struct {
+	manifestHead
+	Tables map[string]rootTableJSON `json:"tables"`
+}
+
+// encodeRoot writes the root object of m (format 2) as compact JSON on
+// one line: fields in a fixed order, tables, groups and checkpoints
+// sorted by name (the encoding is deterministic). Every table's groups
+// must have been written (Store.writeParts).
+func encodeRoot(m *Manifest) ([]byte, error) {
+	head := manifestHead{
+		Format: manifestFormat, Project: m.Project, Generation: m.Generation, Version: m.Version, Staging: m.Staging,
 		CommittedAt: m.CommittedAt, CommitID: m.CommitID, Checkpoints: m.Checkpoints, Retired: m.Retired,
-	})
+	}
+	tables := make(map[string]rootTableJSON, len(m.Tables))
+	for name, ts := range m.Tables {
+		if ts.groups == nil || len(ts.dirty) > 0 {
+			return nil, fmt.Errorf("cannot encode manifest of project %q: table %q has partitions not written to sub-manifests", m.Project, name)
+		}
+		tables[name] = rootTableJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, Columns: ts.Columns, Groups: ts.sortedGroups()}
+	}
+	data, err := json.Marshal(rootJSON{manifestHead: head, Tables: tables})
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode manifest of project %q: %w", m.Project, err)
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(head) + 256*len(m.Tables))
-	buf.Write(head[:len(head)-1])
-	buf.WriteString(`,"tables":{`)
-	for i, name := range slices.Sorted(maps.Keys(m.Tables)) {
-		ts := m.Tables[name]
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		th, err := json.Marshal(tableStateJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, Columns: ts.Columns})
-		if err != nil {
-			return nil, fmt.Errorf("cannot encode table %q of project %q: %w", name, m.Project, err)
-		}
-		k, _ := json.Marshal(name)
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(th[:len(th)-1])
-		buf.WriteString(`,"partitions":{`)
-		for j, p := range slices.Sorted(maps.Keys(ts.Partitions)) {
-			if j > 0 {
-				buf.WriteByte(',')
-			}
-			k, _ := json.Marshal(p)
-			buf.Write(k)
-			buf.WriteByte(':')
-			if e, ok := ts.enc[p]; ok {
-				buf.Write(e)
-				continue
-			}
-			e, err := json.Marshal(ts.Partitions[p])
-			if err != nil {
-				return nil, fmt.Errorf("cannot encode table %q of project %q: %w", name, m.Project, err)
-			}
-			buf.Write(e)
-		}
-		buf.WriteString("}}")
-	}
-	buf.WriteString("}}\n")
-	return buf.Bytes(), nil
+	return append(data, '\n'), nil
 }
 
-// decodeManifest reads and checks a manifest of target t.
-func decodeManifest(data []byte, t Target) (*Manifest, error) {
+// decodeRoot reads and checks a manifest object of target t. A root of
+// format 2 comes back with its tables' groups and no partitions yet
+// (loadParts fills them); one of format 1 comes back whole.
+func decodeRoot(data []byte, t Target) (*Manifest, error) {
+	var in rootJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptManifest, err)
+	}
+	switch in.Format {
+	case manifestFormat:
+	case manifestFormatV1:
+		return decodeManifestV1(data, t)
+	default:
+		return nil, fmt.Errorf("%w: format %q, want %q (written by another version of mf?)", ErrCorruptManifest, in.Format, manifestFormat)
+	}
+	h := in.manifestHead
+	m := &Manifest{Format: h.Format, Project: h.Project, Generation: h.Generation, Version: h.Version, Staging: h.Staging,
+		CommittedAt: h.CommittedAt, CommitID: h.CommitID, Checkpoints: h.Checkpoints, Retired: h.Retired,
+		Tables: make(map[string]*TableState, len(in.Tables))}
+	if err := checkHead(m, t); err != nil {
+		return nil, err
+	}
+	for name, tj := range in.Tables {
+		if !tableNameRE.MatchString(name) {
+			return nil, fmt.Errorf("%w: bad table %q", ErrCorruptManifest, name)
+		}
+		s, err := columnsSchema(tj.Columns)
+		if err != nil {
+			return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
+		}
+		ts := &TableState{SortKey: tj.SortKey, NoDictionary: tj.NoDictionary, Key: tj.Key, Columns: tj.Columns, schema: s,
+			Partitions: map[string][]DataFile{}, enc: map[string][]byte{}, groups: make(map[string]partGroup, len(tj.Groups))}
+		for _, g := range tj.Groups {
+			switch {
+			case !validGroup(g.ID) || !validPartsObject(g.Object):
+				return nil, fmt.Errorf("%w: table %q: bad group %q object %q", ErrCorruptManifest, name, g.ID, g.Object)
+			case validatePartition(g.From) != nil || validatePartition(g.To) != nil || groupOf(g.From) != g.ID || groupOf(g.To) != g.ID || g.From > g.To || g.Partitions < 1:
+				return nil, fmt.Errorf("%w: table %q: group %q has a bad range [%q, %q] of %d partitions", ErrCorruptManifest, name, g.ID, g.From, g.To, g.Partitions)
+			}
+			if _, dup := ts.groups[g.ID]; dup {
+				return nil, fmt.Errorf("%w: table %q: group %q listed twice", ErrCorruptManifest, name, g.ID)
+			}
+			ts.groups[g.ID] = g
+		}
+		m.Tables[name] = ts
+	}
+	return m, nil
+}
+
+// checkHead checks the head of a decoded manifest of target t.
+func checkHead(m *Manifest, t Target) error {
+	if m.Project != t.Project || m.Staging != t.Staging {
+		return fmt.Errorf("%w: it belongs to project %q generation %q, not %q %q", ErrCorruptManifest, m.Project, m.Staging, t.Project, t.Staging)
+	}
+	if m.Version < 1 {
+		return fmt.Errorf("%w: version %d", ErrCorruptManifest, m.Version)
+	}
+	return nil
+}
+
+// decodeManifestV1 reads and checks a single-object manifest (format 1)
+// of target t.
+func decodeManifestV1(data []byte, t Target) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptManifest, err)
 	}
-	if m.Format != manifestFormat {
-		return nil, fmt.Errorf("%w: format %q, want %q (written by another version of mf?)", ErrCorruptManifest, m.Format, manifestFormat)
+	if m.Format != manifestFormatV1 {
+		return nil, fmt.Errorf("%w: format %q, want %q", ErrCorruptManifest, m.Format, manifestFormatV1)
 	}
-	if m.Project != t.Project || m.Staging != t.Staging {
-		return nil, fmt.Errorf("%w: it belongs to project %q generation %q, not %q %q", ErrCorruptManifest, m.Project, m.Staging, t.Project, t.Staging)
-	}
-	if m.Version < 1 {
-		return nil, fmt.Errorf("%w: version %d", ErrCorruptManifest, m.Version)
+	if err := checkHead(&m, t); err != nil {
+		return nil, err
 	}
 	if m.Tables == nil {
 		m.Tables = map[string]*TableState{}
@@ -341,6 +402,11 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 			c.Partitions = maps.Clone(ts.Partitions)
 		}
 		c.enc = nil // rebuilt below
+		c.groups = maps.Clone(c.groups)
+		c.dirty = maps.Clone(c.dirty)
+		if c.dirty == nil {
+			c.dirty = map[string]bool{}
+		}
 		n.Tables[name] = c
 		return c
 	}
@@ -350,6 +416,7 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 		if !clonedPart[k] {
 			clonedPart[k] = true
 			ts.Partitions[p] = slices.Clone(ts.Partitions[p])
+			ts.dirty[groupOf(p)] = true
 		}
 		return ts.Partitions[p]
 	}
@@ -403,19 +470,26 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 	}
 	for name := range touched {
 		ts := n.Tables[name]
-		old := m.Tables[name]
-		ts.enc = make(map[string][]byte, len(ts.Partitions))
-		for p, files := range ts.Partitions {
-			if e, ok := old.encoded(p); ok && !clonedPart[name+"/"+p] {
-				ts.enc[p] = e
-				continue
-			}
-			e, err := json.Marshal(files)
-			if err != nil {
-				return nil, fmt.Errorf("cannot encode partition %q of table %q: %w", p, name, err)
-			}
-			ts.enc[p] = e
+		if old := m.Tables[name]; old != nil {
+			ts.enc = maps.Clone(old.enc)
 		}
+		if ts.enc == nil {
+			ts.enc = map[string][]byte{}
+		}
+	}
+	for k := range clonedPart {
+		name, p, _ := strings.Cut(k, "/")
+		ts := n.Tables[name]
+		delete(ts.enc, p)
+		files, ok := ts.Partitions[p]
+		if !ok {
+			continue
+		}
+		e, err := json.Marshal(files)
+		if err != nil {
+			return nil, fmt.Errorf("cannot encode partition %q of table %q: %w", p, name, err)
+		}
+		ts.enc[p] = e
 	}
 	if len(ch.Checkpoints) > 0 {
 		n.Checkpoints = maps.Clone(m.Checkpoints)

@@ -51,7 +51,7 @@ type loadCall struct {
 }
 
 type readerCounters struct {
-	manifestChecks, manifestGets, fileOpens, bytesFetched atomic.Int64
+	manifestChecks, manifestGets, partGets, fileOpens, bytesFetched atomic.Int64
 }
 
 // ReaderStats counts a Reader's work since it was created.
@@ -59,6 +59,9 @@ type ReaderStats struct {
 	// ManifestChecks counts looks at a manifest's ETag; ManifestGets counts
 	// manifests fetched because they changed (or were not known).
 	ManifestChecks, ManifestGets int64
+	// SubManifestGets counts sub-manifests fetched: those of groups the
+	// reader did not hold from the version before.
+	SubManifestGets int64
 	// FileOpens counts data files opened to read column data;
 	// BytesFetched sums the bytes read from data files.
 	FileOpens, BytesFetched int64
@@ -95,14 +98,15 @@ func (r *Reader) Stats() ReaderStats {
 	r.cache.mu.Lock()
 	defer r.cache.mu.Unlock()
 	return ReaderStats{
-		ManifestChecks: r.stats.manifestChecks.Load(),
-		ManifestGets:   r.stats.manifestGets.Load(),
-		FileOpens:      r.stats.fileOpens.Load(),
-		BytesFetched:   r.stats.bytesFetched.Load(),
-		CacheHits:      r.cache.hits,
-		CacheMisses:    r.cache.misses,
-		CacheEvictions: r.cache.evictions,
-		CacheBytes:     r.cache.size,
+		ManifestChecks:  r.stats.manifestChecks.Load(),
+		ManifestGets:    r.stats.manifestGets.Load(),
+		SubManifestGets: r.stats.partGets.Load(),
+		FileOpens:       r.stats.fileOpens.Load(),
+		BytesFetched:    r.stats.bytesFetched.Load(),
+		CacheHits:       r.cache.hits,
+		CacheMisses:     r.cache.misses,
+		CacheEvictions:  r.cache.evictions,
+		CacheBytes:      r.cache.size,
 	}
 }
 
@@ -182,13 +186,14 @@ func (r *Reader) refresh(ctx context.Context, project string, v *projectView, fo
 		return sn, nil
 	}
 	r.stats.manifestGets.Add(1)
-	data, got, err := storage.ReadAll(ctx, r.bucket, key)
+	var prev *Manifest
+	if old := v.snap.Load(); old != nil {
+		prev = old.m
+	}
+	src := manifestSource{bucket: r.bucket, layout: r.layout, parallel: r.cfg.Parallelism, gets: &r.stats.partGets}
+	m, got, err := src.load(ctx, Live(project), prev)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the manifest of project %q: %w", project, err)
-	}
-	m, err := decodeManifest(data, Live(project))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read manifest %q: %w", key, err)
 	}
 	sn := &Snapshot{r: r, m: m, etag: got.ETag}
 	if old := v.snap.Load(); old != nil && old.m.Version > m.Version {

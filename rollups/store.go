@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -215,8 +217,10 @@ func (s *Store) fetch(ctx context.Context, target Target) (knownManifest, error)
 	if err := target.validate(); err != nil {
 		return knownManifest{}, err
 	}
-	key := s.layout.target(target)
-	data, attrs, err := storage.ReadAll(ctx, s.bucket, key)
+	s.mu.Lock()
+	prev := s.known[target].m
+	s.mu.Unlock()
+	m, attrs, err := s.source().load(ctx, target, prev)
 	var k knownManifest
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -227,14 +231,18 @@ func (s *Store) fetch(ctx context.Context, target Target) (knownManifest, error)
 	case err != nil:
 		return knownManifest{}, fmt.Errorf("cannot load manifest of %s: %w", target, err)
 	default:
-		m, err := decodeManifest(data, target)
-		if err != nil {
-			return knownManifest{}, fmt.Errorf("cannot load manifest %q: %w", key, err)
-		}
 		k = knownManifest{m: m, etag: attrs.ETag}
 	}
 	s.remember(target, k)
 	return k, nil
+}
+
+// partsParallel is how many sub-manifests a Store reads or writes at once.
+const partsParallel = 4
+
+// source reads the Store's manifests.
+func (s *Store) source() manifestSource {
+	return manifestSource{bucket: s.bucket, layout: s.layout, parallel: partsParallel}
 }
 
 // remember keeps k as the latest known manifest of target, unless a
@@ -300,30 +308,45 @@ func (s *Store) commit(ctx context.Context, target Target, expect int64, mutate 
 }
 
 // checkFresh refuses to add files written so long ago that Collect may
-// have taken them for orphans.
+// have taken them for orphans. Only the partitions of groups a change
+// touched are looked at (all of a table without groups yet): the others
+// hold prev's files.
 func (s *Store) checkFresh(next, prev *Manifest) error {
 	limit := s.now().Add(-s.cfg.OrphanGrace / 2)
-	var err error
-	next.liveFiles(func(f DataFile) {
-		if err != nil || !f.WrittenAt.Before(limit) {
-			return
+	for name, ts := range next.Tables {
+		if ts == prev.Tables[name] || (ts.groups != nil && len(ts.dirty) == 0) {
+			continue
 		}
-		if prev.Files(f.Table, f.Partition) != nil {
-			for _, g := range prev.Files(f.Table, f.Partition) {
-				if g.Name == f.Name {
-					return
+		var want map[string]bool
+		if ts.groups != nil {
+			want = ts.dirty
+		}
+		for _, parts := range groupPartitions(ts, want) {
+			for _, p := range parts {
+				old := prev.Files(name, p)
+				for _, f := range ts.Partitions[p] {
+					if !f.WrittenAt.Before(limit) || slices.ContainsFunc(old, func(g DataFile) bool { return g.Name == f.Name }) {
+						continue
+					}
+					return fmt.Errorf("cannot commit %s written at %v: %w", f.Ref(), f.WrittenAt, ErrStaleFile)
 				}
 			}
 		}
-		err = fmt.Errorf("cannot commit %s written at %v: %w", f.Ref(), f.WrittenAt, ErrStaleFile)
-	})
-	return err
+	}
+	return nil
 }
 
-// put writes next over the version k of target.
+// put writes next over the version k of target: the sub-manifests of the
+// groups it changed, then its root with one conditional put.
 func (s *Store) put(ctx context.Context, target Target, k knownManifest, next *Manifest) (*Manifest, error) {
-	data, err := encodeManifest(next)
+	next, written, err := s.writeParts(ctx, next)
 	if err != nil {
+		s.dropParts(ctx, target, written)
+		return nil, err
+	}
+	data, err := encodeRoot(next)
+	if err != nil {
+		s.dropParts(ctx, target, written)
 		return nil, err
 	}
 	cond := storage.IfAbsent()
@@ -338,6 +361,7 @@ func (s *Store) put(ctx context.Context, target Target, k knownManifest, next *M
 		return next, nil
 	case errors.Is(err, storage.ErrPreconditionFailed):
 		s.forget(target)
+		s.dropParts(ctx, target, written) // nothing refers to them
 		return nil, fmt.Errorf("cannot commit version %d of %s: %w", next.Version, target, ErrConflict)
 	}
 	// The outcome is unknown: the put may have happened. Look (even when
@@ -416,6 +440,86 @@ func (s *Store) update(ctx context.Context, target Target, mutate func(*Manifest
 		case <-ctx.Done():
 			return nil, fmt.Errorf("cannot commit to %s: %w", target, ctx.Err())
 		case <-time.After(d):
+		}
+	}
+}
+
+// writeParts writes the sub-manifests of the groups that next changed (all
+// groups of a table read from format 1 or built afresh) under new names,
+// and returns next with their references, and the keys written.
+func (s *Store) writeParts(ctx context.Context, next *Manifest) (*Manifest, []string, error) {
+	out := *next
+	out.Format = manifestFormat
+	type job struct {
+		table string
+		ts    *TableState
+		group string
+		parts []string
+		ref   partGroup
+		key   string
+	}
+	var jobs []*job
+	cloned := false
+	for name, ts := range next.Tables {
+		if ts.groups != nil && len(ts.dirty) == 0 {
+			continue
+		}
+		if !cloned {
+			out.Tables, cloned = maps.Clone(next.Tables), true
+		}
+		c := *ts // next's states may be shared (Collect's update): copy
+		var want map[string]bool
+		if ts.groups == nil {
+			c.groups = map[string]partGroup{}
+		} else {
+			c.groups, want = maps.Clone(ts.groups), ts.dirty
+		}
+		c.dirty = nil
+		byGroup := groupPartitions(ts, want)
+		for g := range want {
+			if len(byGroup[g]) == 0 {
+				delete(c.groups, g) // its last partition went
+			}
+		}
+		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+			jobs = append(jobs, &job{table: name, ts: &c, group: g, parts: byGroup[g]})
+		}
+		out.Tables[name] = &c
+	}
+	err := forEach(ctx, len(jobs), partsParallel, func(i int) error {
+		j := jobs[i]
+		data, ref, err := encodeParts(out.Project, j.table, j.ts, j.group, j.parts)
+		if err != nil {
+			return err
+		}
+		ref.Object = newID(s.now()) + manifestExt
+		key := s.layout.parts(out.Project, j.table, ref.Object)
+		if _, err := s.bucket.PutIf(ctx, key, bytes.NewReader(data), storage.IfAbsent()); err != nil {
+			return fmt.Errorf("cannot store sub-manifest %q: %w", key, err)
+		}
+		j.ref, j.key = ref, key
+		return nil
+	})
+	var written []string
+	for _, j := range jobs {
+		if j.key != "" {
+			written = append(written, j.key)
+			j.ts.groups[j.group] = j.ref
+		}
+	}
+	if err != nil {
+		return nil, written, err
+	}
+	return &out, written, nil
+}
+
+// dropParts deletes sub-manifests that no root refers to (a commit that
+// failed before or at its root's put); what it cannot delete, Collect
+// does after OrphanGrace.
+func (s *Store) dropParts(ctx context.Context, target Target, keys []string) {
+	for _, k := range keys {
+		if err := s.bucket.Delete(context.WithoutCancel(ctx), k); err != nil {
+			s.logger.Debug("rollups: cannot delete a sub-manifest of a failed commit", "target", target.String(), "key", k, "err", err)
 		}
 	}
 }

@@ -5,16 +5,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 )
 
@@ -90,18 +93,19 @@ func TestTypes(t *testing.T) {
 	}
 }
 
-// TestManifestGolden: the manifest encoding of testdata/manifest-v1.json
-// (format 1) decodes, and encodes back to the same document.
-func TestManifestGolden(t *testing.T) {
+// TestManifestGoldenV1: the single-object manifest of format 1
+// (testdata/manifest-v1.json), which installations upgrading still hold,
+// decodes whole; broken documents are refused.
+func TestManifestGoldenV1(t *testing.T) {
 	data, err := os.ReadFile("testdata/manifest-v1.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := decodeManifest(data, Live(testProject))
+	m, err := decodeRoot(data, Live(testProject))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != 2 || m.Checkpoint("processor") != "1043" || len(m.Files("pageviews", "2026-03-28")) != 1 || len(m.Retired) != 1 {
+	if m.Format != manifestFormatV1 || m.Version != 2 || m.Checkpoint("processor") != "1043" || len(m.Files("pageviews", "2026-03-28")) != 1 || len(m.Retired) != 1 {
 		t.Fatalf("decoded %s", describe(m))
 	}
 	if !m.Tables["pageviews"].Schema().Equal(pageviewSchema) {
@@ -111,41 +115,106 @@ func TestManifestGolden(t *testing.T) {
 	if f.Table != "pageviews" || f.Partition != "2026-03-29" || f.Rows != 12 || string(f.Min) != "1774821600000" {
 		t.Fatalf("file %+v", f)
 	}
-	enc, err := encodeManifest(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var indented bytes.Buffer
-	if err := json.Indent(&indented, enc, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.TrimSpace(indented.String()), strings.TrimSpace(string(data)); got != want {
-		t.Fatalf("re-encoded manifest differs:\n%s\nwant\n%s", got, want)
-	}
-	// A change re-encodes to what a fresh encoding gives.
-	day := "2026-03-30"
-	n, err := applyChange(m, Change{Add: []DataFile{{Table: "pageviews", Partition: day, Name: "019d38c02b05-00000000000000000001.parquet", Rows: 1, Bytes: 10, RowGroups: 1, WrittenAt: time.Now()}}}, time.Now(), "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err = encodeManifest(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := decodeManifest(enc, Live(testProject))
-	if err != nil {
-		t.Fatalf("re-encoded manifest does not decode: %v\n%s", err, enc)
-	}
-	if len(fileKeys(back)) != 3 || back.Version != 3 {
-		t.Fatalf("after a change: %s", describe(back))
-	}
-	for _, bad := range []string{`{}`, `{"format":"mf-rollups-manifest/9","project":"` + testProject + `","version":1}`, `not json`} {
-		if _, err := decodeManifest([]byte(bad), Live(testProject)); !errors.Is(err, ErrCorruptManifest) {
+	for _, bad := range []string{`{}`, `{"format":"mf-rollups-manifest/9","project":"` + testProject + `","version":1}`, `not json`,
+		`{"format":"mf-rollups-manifest/2","project":"` + testProject + `","version":0,"tables":{}}`,
+		`{"format":"mf-rollups-manifest/2","project":"` + testProject + `","version":1,"tables":{"t":{"columns":[],"groups":[{"group":"2026-03","object":"x.json","from":"2026-03-01","to":"2026-03-01","partitions":1}]}}}`,
+		`{"format":"mf-rollups-manifest/2","project":"` + testProject + `","version":1,"tables":{"t":{"columns":[],"groups":[{"group":"2026-03","object":"019d38c02b06-0123456789abcdef0125.json","from":"2026-04-01","to":"2026-04-01","partitions":1}]}}}`,
+	} {
+		if _, err := decodeRoot([]byte(bad), Live(testProject)); !errors.Is(err, ErrCorruptManifest) {
 			t.Errorf("decode %q: %v, want ErrCorruptManifest", bad, err)
 		}
 	}
-	if _, err := decodeManifest(data, Live("another-project")); !errors.Is(err, ErrCorruptManifest) {
+	if _, err := decodeRoot(data, Live("another-project")); !errors.Is(err, ErrCorruptManifest) {
 		t.Errorf("manifest of another project: %v, want ErrCorruptManifest", err)
+	}
+}
+
+// TestManifestGoldenV2: the split manifest of testdata/manifest-v2 (a
+// root and its sub-manifests, laid out as under rollups/<project>/) loads
+// through a Store and a Reader, and each object encodes back to the same
+// document.
+func TestManifestGoldenV2(t *testing.T) {
+	ctx := t.Context()
+	b := apptest.OpenBucket(t, t.TempDir())
+	docs := map[string]string{} // object key: document
+	root := filepath.Join("testdata", "manifest-v2")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		key := "rollups/" + testProject + "/" + filepath.ToSlash(rel)
+		docs[key] = string(data)
+		_, err = b.Put(ctx, key, bytes.NewReader(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newStore(t, b, nil).Load(ctx, Live(testProject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := newReader(t, b, nil).Refresh(ctx, testProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"pageviews/2026-02-27/019ca1b5e400-5f4e3d2c1b0a99887766.parquet",
+		"pageviews/2026-03-28/019d38c02b00-00112233445566778899.parquet",
+		"pageviews/2026-03-29/019d38c02b03-33221100ffeeddccbbaa.parquet",
+		"people/b00/019d38c02b02-0a1b2c3d4e5f60718293.parquet",
+		"people/b00/019d38c02b05-a4b5c6d7e8f901234567.parquet",
+		"people/b01/019d38c02b02-1b2c3d4e5f6071829304.parquet",
+	}
+	for _, got := range []*Manifest{m, sn.Manifest()} {
+		if got.Format != manifestFormat || got.Version != 3 || got.Checkpoint("processor") != "1043" || len(got.Retired) != 1 || !slices.Equal(fileKeys(got), want) {
+			t.Fatalf("loaded %s, want version 3, files %v", describe(got), want)
+		}
+	}
+	if f := m.Files("people", "b00")[1]; f.Table != "people" || f.Rows != 3 || string(f.Min) != `"1a02"` {
+		t.Fatalf("file %+v", f)
+	}
+	if ts := m.Table("people"); !slices.Equal(ts.Key, []string{"ref"}) || ts.Schema().NumFields() != 4 {
+		t.Fatalf("people: key %v schema %s", ts.Key, ts.Schema())
+	}
+	if st := sn.r.Stats(); st.SubManifestGets != 3 {
+		t.Fatalf("the reader fetched %d sub-manifests, want 3", st.SubManifestGets)
+	}
+	indent := func(data []byte) string {
+		var out bytes.Buffer
+		if err := json.Indent(&out, data, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	enc, err := encodeRoot(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "rollups/" + testProject + "/manifest.json"
+	if got, want := indent(enc), strings.TrimSpace(docs[key]); got != want {
+		t.Fatalf("re-encoded root differs:\n%s\nwant\n%s", got, want)
+	}
+	for name, ts := range m.Tables {
+		for g, parts := range groupPartitions(ts, nil) {
+			enc, ref, err := encodeParts(m.Project, name, ts, g, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref.Object = ts.groups[g].Object
+			if ref != ts.groups[g] {
+				t.Errorf("table %s group %s: encoded as %+v, the root says %+v", name, g, ref, ts.groups[g])
+			}
+			key := "rollups/" + testProject + "/manifests/" + name + "/" + ref.Object
+			if got, want := indent(enc), strings.TrimSpace(docs[key]); got != want {
+				t.Errorf("re-encoded sub-manifest %s differs:\n%s\nwant\n%s", key, got, want)
+			}
+		}
 	}
 }
 
