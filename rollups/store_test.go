@@ -27,6 +27,10 @@ func TestStore(t *testing.T) {
 		{"Compaction", testCompaction},
 		{"Generations", testGenerations},
 		{"RangedReads", testRangedReads},
+		{"SplitCommits", testSplitCommits},
+		{"SplitRace", testSplitRace},
+		{"SplitCollect", testSplitCollect},
+		{"Upgrade", testUpgrade},
 	}
 	for _, be := range backends(t) {
 		t.Run(be.name, func(t *testing.T) {
