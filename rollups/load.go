@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,7 @@ func (src manifestSource) load(ctx context.Context, target Target, prev *Manifes
 		if err != nil {
 			return nil, attrs, err
 		}
-		m, err := decodeRoot(data, target)
+		m, err := decodeRoot(data, target, prev)
 		if err != nil {
 			return nil, attrs, fmt.Errorf("cannot load manifest %q: %w", key, err)
 		}
@@ -65,41 +66,34 @@ func (src manifestSource) fill(ctx context.Context, m, prev *Manifest) error {
 	}
 	var jobs []*job
 	for name, ts := range m.Tables {
-		if ts.groups == nil {
-			continue // format 1: whole already
+		if ts.groups == nil || ts.Partitions != nil {
+			continue // format 1, or prev's state: whole already
 		}
 		var old *TableState
 		if prev != nil && prev.Project == m.Project {
 			old = prev.Tables[name]
 		}
-		if old != nil && old.dirty == nil && old.groups != nil && sameDefinition(old, ts) && len(old.groups) == len(ts.groups) {
-			same := true
-			for id, g := range ts.groups {
-				if old.groups[id] != g {
-					same = false
-					break
-				}
+		if old == nil || old.groups == nil || old.dirty != nil {
+			ts.Partitions, ts.enc = map[string][]DataFile{}, map[string][]byte{}
+			for _, g := range ts.groups {
+				jobs = append(jobs, &job{table: name, ts: ts, ref: g})
 			}
-			if same {
-				m.Tables[name] = old // nothing changed: share the state
-				continue
+			continue
+		}
+		// Start from prev's partitions, less the groups that changed.
+		ts.Partitions, ts.enc = maps.Clone(old.Partitions), maps.Clone(old.enc)
+		for id, g := range old.groups {
+			if ts.groups[id] != g {
+				for _, p := range partitionsOf(old, id) {
+					delete(ts.Partitions, p)
+					delete(ts.enc, p)
+				}
 			}
 		}
-		var byGroup map[string][]string
 		for id, g := range ts.groups {
-			if old != nil && old.groups != nil && old.groups[id] == g && !old.dirty[id] {
-				if byGroup == nil {
-					byGroup = groupPartitions(old, nil)
-				}
-				for _, p := range byGroup[id] {
-					ts.Partitions[p] = old.Partitions[p]
-					if e, ok := old.enc[p]; ok {
-						ts.enc[p] = e
-					}
-				}
-				continue
+			if old.groups[id] != g {
+				jobs = append(jobs, &job{table: name, ts: ts, ref: g})
 			}
-			jobs = append(jobs, &job{table: name, ts: ts, ref: g})
 		}
 	}
 	err := forEach(ctx, len(jobs), src.parallel, func(i int) error {

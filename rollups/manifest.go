@@ -1,6 +1,7 @@
 package rollups
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -91,6 +92,10 @@ type TableState struct {
 	// set when the state is built, like enc.
 	groups map[string]partGroup
 	dirty  map[string]bool
+	// rootEnc is the table's encoding in the root it was read from (nil
+	// otherwise): a load whose root encodes the table the same way takes
+	// this state as it is.
+	rootEnc []byte
 }
 
 // tableStateJSON is the encoding of TableState.
@@ -243,6 +248,12 @@ type rootJSON struct {
 	Tables map[string]rootTableJSON `json:"tables"`
 }
 
+// rootRawJSON is a root (format 2) with its tables not decoded yet.
+type rootRawJSON struct {
+	manifestHead
+	Tables map[string]json.RawMessage `json:"tables"`
+}
+
 // encodeRoot writes the root object of m (format 2) as compact JSON on
 // one line: fields in a fixed order, tables, groups and checkpoints
 // sorted by name (the encoding is deterministic). Every table's groups
@@ -268,9 +279,11 @@ func encodeRoot(m *Manifest) ([]byte, error) {
 
 // decodeRoot reads and checks a manifest object of target t. A root of
 // format 2 comes back with its tables' groups and no partitions yet
-// (loadParts fills them); one of format 1 comes back whole.
-func decodeRoot(data []byte, t Target) (*Manifest, error) {
-	var in rootJSON
+// (manifestSource.fill fills them), except tables whose encoding in the
+// root is the same as in prev's (an earlier version, or nil): those are
+// prev's states, shared. One of format 1 comes back whole.
+func decodeRoot(data []byte, t Target, prev *Manifest) (*Manifest, error) {
+	var in rootRawJSON
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptManifest, err)
 	}
@@ -288,16 +301,26 @@ func decodeRoot(data []byte, t Target) (*Manifest, error) {
 	if err := checkHead(m, t); err != nil {
 		return nil, err
 	}
-	for name, tj := range in.Tables {
+	for name, raw := range in.Tables {
 		if !tableNameRE.MatchString(name) {
 			return nil, fmt.Errorf("%w: bad table %q", ErrCorruptManifest, name)
+		}
+		if prev != nil && prev.Project == m.Project {
+			if old := prev.Tables[name]; old != nil && old.rootEnc != nil && bytes.Equal(old.rootEnc, raw) {
+				m.Tables[name] = old // unchanged since prev: share the state
+				continue
+			}
+		}
+		var tj rootTableJSON
+		if err := json.Unmarshal(raw, &tj); err != nil {
+			return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
 		}
 		s, err := columnsSchema(tj.Columns)
 		if err != nil {
 			return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
 		}
 		ts := &TableState{SortKey: tj.SortKey, NoDictionary: tj.NoDictionary, Key: tj.Key, Columns: tj.Columns, schema: s,
-			Partitions: map[string][]DataFile{}, enc: map[string][]byte{}, groups: make(map[string]partGroup, len(tj.Groups))}
+			groups: make(map[string]partGroup, len(tj.Groups)), rootEnc: raw}
 		for _, g := range tj.Groups {
 			switch {
 			case !validGroup(g.ID) || !validPartsObject(g.Object):
@@ -402,6 +425,7 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 			c.Partitions = maps.Clone(ts.Partitions)
 		}
 		c.enc = nil // rebuilt below
+		c.rootEnc = nil
 		c.groups = maps.Clone(c.groups)
 		c.dirty = maps.Clone(c.dirty)
 		if c.dirty == nil {

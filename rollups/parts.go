@@ -77,17 +77,50 @@ type partsJSON struct {
 }
 
 // groupPartitions returns the partitions of ts by group, ascending, for
-// the groups want selects (nil: all).
+// the groups want selects (nil: all); groups without partitions are left
+// out.
 func groupPartitions(ts *TableState, want map[string]bool) map[string][]string {
 	out := map[string][]string{}
+	if want != nil {
+		for g := range want {
+			if ps := partitionsOf(ts, g); len(ps) > 0 {
+				out[g] = ps
+			}
+		}
+		return out
+	}
 	for p := range ts.Partitions {
 		g := groupOf(p)
-		if want == nil || want[g] {
-			out[g] = append(out[g], p)
-		}
+		out[g] = append(out[g], p)
 	}
 	for _, ps := range out {
 		slices.Sort(ps)
+	}
+	return out
+}
+
+// partitionsOf returns the partitions of ts in group g, ascending: the
+// days of the month of g that it holds, or its labels.
+func partitionsOf(ts *TableState, g string) []string {
+	var out []string
+	if g == labelGroup {
+		for p := range ts.Partitions {
+			if groupOf(p) == g {
+				out = append(out, p)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	first, err := time.Parse("2006-01", g)
+	if err != nil {
+		return nil
+	}
+	for d := first; d.Format("2006-01") == g; d = d.AddDate(0, 0, 1) {
+		p := d.Format(time.DateOnly)
+		if _, ok := ts.Partitions[p]; ok {
+			out = append(out, p)
+		}
 	}
 	return out
 }

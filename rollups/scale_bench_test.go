@@ -22,6 +22,9 @@ import (
 //     (the processor's steady state). Every 16 commits, off the clock, the
 //     retired list is emptied as Collect would, so it does not grow.
 //
+//   - refresh: after such a commit (off the clock), a Reader that held the
+//     version before takes the new one (the API's steady state).
+//
 //   - open: a new Reader (cold) takes a snapshot of the project: the
 //     whole manifest, as callers get it from Snapshot.Manifest.
 //
@@ -43,35 +46,72 @@ func BenchmarkManifestScale(b *testing.B) {
 		projects[i] = p
 	}
 
+	// commit replaces the newest events file of p and returns how long
+	// the commit took.
+	commit := func(b *testing.B, p *project, n int) time.Duration {
+		g := p.last
+		g.Name = newID(time.Now()) + parquetExt
+		g.WrittenAt = time.Now()
+		start := time.Now()
+		m, err := p.store.Commit(ctx, Live(p.id), p.m.Version, Change{
+			Add: []DataFile{g}, Remove: []FileRef{p.last.Ref()},
+			Checkpoints: map[string]string{"processor": fmt.Sprint(n)},
+		})
+		took := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.m, p.last = m, g
+		if n%16 == 0 {
+			p.m = dropRetired(b, p.store, p.id)
+		}
+		return took
+	}
+
 	b.Run("commit", func(b *testing.B) {
 		took := make([]time.Duration, len(projects))
 		n := 0
 		for b.Loop() {
 			n++
 			for i, p := range projects {
-				g := p.last
-				g.Name = newID(time.Now()) + parquetExt
-				g.WrittenAt = time.Now()
+				took[i] += commit(b, p, n)
+			}
+		}
+		reportScale(b, "commit", sizes, took, n)
+	})
+
+	// refresh: a Reader that holds the version before one commit (of one
+	// day) refreshes: what a long-running reader does after each commit.
+	b.Run("refresh", func(b *testing.B) {
+		took := make([]time.Duration, len(projects))
+		readers := make([]*Reader, len(projects))
+		for i, p := range projects {
+			r, err := NewReader(bk, DefaultReaderConfig(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Refresh(ctx, p.id); err != nil {
+				b.Fatal(err)
+			}
+			readers[i] = r
+		}
+		n := 0
+		for b.Loop() {
+			n++
+			for i, p := range projects {
+				commit(b, p, n)
 				start := time.Now()
-				m, err := p.store.Commit(ctx, Live(p.id), p.m.Version, Change{
-					Add: []DataFile{g}, Remove: []FileRef{p.last.Ref()},
-					Checkpoints: map[string]string{"processor": fmt.Sprint(n)},
-				})
+				sn, err := readers[i].Refresh(ctx, p.id)
 				took[i] += time.Since(start)
 				if err != nil {
 					b.Fatal(err)
 				}
-				p.m, p.last = m, g
-			}
-			if n%16 == 0 {
-				b.StopTimer()
-				for _, p := range projects {
-					p.m = dropRetired(b, p.store, p.id)
+				if sn.Manifest().Version != p.m.Version {
+					b.Fatalf("refreshed to version %d of %s, want %d", sn.Manifest().Version, p.id, p.m.Version)
 				}
-				b.StartTimer()
 			}
 		}
-		reportScale(b, "commit", sizes, took, n)
+		reportScale(b, "refresh", sizes, took, n)
 	})
 
 	b.Run("open", func(b *testing.B) {

@@ -101,7 +101,7 @@ func TestManifestGoldenV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := decodeRoot(data, Live(testProject))
+	m, err := decodeRoot(data, Live(testProject), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +120,11 @@ func TestManifestGoldenV1(t *testing.T) {
 		`{"format":"mf-rollups-manifest/2","project":"` + testProject + `","version":1,"tables":{"t":{"columns":[],"groups":[{"group":"2026-03","object":"x.json","from":"2026-03-01","to":"2026-03-01","partitions":1}]}}}`,
 		`{"format":"mf-rollups-manifest/2","project":"` + testProject + `","version":1,"tables":{"t":{"columns":[],"groups":[{"group":"2026-03","object":"019d38c02b06-0123456789abcdef0125.json","from":"2026-04-01","to":"2026-04-01","partitions":1}]}}}`,
 	} {
-		if _, err := decodeRoot([]byte(bad), Live(testProject)); !errors.Is(err, ErrCorruptManifest) {
+		if _, err := decodeRoot([]byte(bad), Live(testProject), nil); !errors.Is(err, ErrCorruptManifest) {
 			t.Errorf("decode %q: %v, want ErrCorruptManifest", bad, err)
 		}
 	}
-	if _, err := decodeRoot(data, Live("another-project")); !errors.Is(err, ErrCorruptManifest) {
+	if _, err := decodeRoot(data, Live("another-project"), nil); !errors.Is(err, ErrCorruptManifest) {
 		t.Errorf("manifest of another project: %v, want ErrCorruptManifest", err)
 	}
 }
