@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 )
 
@@ -420,4 +421,91 @@ func testUpgrade(t *testing.T, b storage.Bucket) {
 			t.Fatalf("a file of format 1 after the upgrade: %+v", f)
 		}
 	}
+}
+
+// TestBrokenSubManifests: a root whose sub-manifest is missing, or
+// disagrees with it, is refused (ErrCorruptManifest, or the missing
+// object named), not read as fewer files; a root that moved on while a
+// reader fetched the old one's groups is read again.
+func TestBrokenSubManifests(t *testing.T) {
+	ctx := t.Context()
+	b := apptest.OpenBucket(t, t.TempDir())
+	s := newStore(t, b, nil)
+	day := "2026-03-29"
+	m, err := s.Commit(ctx, Live(testProject), 0, Change{Add: []DataFile{writeRows(t, s, testProject, day, genPageviews(1, mustUTCDay(t, day), 5))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := listedParts(s.layout, m)[0]
+	good, _, err := storage.ReadAll(ctx, b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, from, to string }{
+		{"another table", `"table":"pageviews"`, `"table":"visits"`},
+		{"another group", `"group":"2026-03"`, `"group":"2026-04"`},
+		{"a partition outside the group", `"2026-03-29":`, `"2026-04-01":`},
+		{"more partitions than the root says", `[{"name"`, `[],"2026-03-30":[{"name"`},
+		{"another format", `mf-rollups-partitions/1`, `mf-rollups-partitions/9`},
+	} {
+		bad := strings.Replace(string(good), c.from, c.to, 1)
+		if bad == string(good) {
+			t.Fatalf("%s: %q is not in %s", c.name, c.from, good)
+		}
+		if _, err := b.Put(ctx, key, strings.NewReader(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newReader(t, b, nil).Refresh(ctx, testProject); !errors.Is(err, ErrCorruptManifest) {
+			t.Errorf("%s: %v, want ErrCorruptManifest", c.name, err)
+		}
+		if _, err := newStore(t, b, nil).Load(ctx, Live(testProject)); !errors.Is(err, ErrCorruptManifest) {
+			t.Errorf("%s: store: %v, want ErrCorruptManifest", c.name, err)
+		}
+	}
+	if err := b.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newReader(t, b, nil).Refresh(ctx, testProject); !errors.Is(err, errPartsGone) || !strings.Contains(err.Error(), key) {
+		t.Errorf("a missing sub-manifest: %v, want errPartsGone naming %s", err, key)
+	}
+	if _, err := b.Put(ctx, key, bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The root moves on and its old group is collected between a
+	// reader's fetch of the root and of the group: the reader reads the
+	// new root.
+	rows := genPageviews(2, mustUTCDay(t, day), 5)
+	f := writeRows(t, s, testProject, day, rows)
+	bk := &racingBucket{Bucket: b, before: key, fn: func() {
+		if _, err := s.Commit(ctx, Live(testProject), m.Version, Change{Add: []DataFile{f}}); err != nil {
+			t.Error(err)
+		}
+		if err := b.Delete(ctx, key); err != nil {
+			t.Error(err)
+		}
+	}}
+	sn, err := newReader(t, bk, nil).Refresh(ctx, testProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sn.Manifest(); got.Version != 2 || len(fileKeys(got)) != 2 || !bk.fired {
+		t.Fatalf("read %s (race happened: %v), want version 2 with 2 files", describe(got), bk.fired)
+	}
+}
+
+// racingBucket runs fn once, before the first Get of key.
+type racingBucket struct {
+	storage.Bucket
+	before string
+	fn     func()
+	fired  bool
+}
+
+func (r *racingBucket) Get(ctx context.Context, key string) (*storage.Object, error) {
+	if key == r.before && !r.fired {
+		r.fired = true
+		r.fn()
+	}
+	return r.Bucket.Get(ctx, key)
 }
