@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -125,12 +124,6 @@ func (src manifestSource) fill(ctx context.Context, m, prev *Manifest) error {
 		}
 	}
 	return nil
-}
-
-// sameDefinition reports whether a and b record the same definition.
-func sameDefinition(a, b *TableState) bool {
-	return slices.Equal(a.SortKey, b.SortKey) && slices.Equal(a.NoDictionary, b.NoDictionary) &&
-		slices.Equal(a.Key, b.Key) && slices.Equal(a.Columns, b.Columns)
 }
 
 // forEach calls fn(0) … fn(n-1), up to parallel at once, and returns the
