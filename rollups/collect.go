@@ -96,10 +96,16 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 	protected := map[string]bool{} // live somewhere, or retired within the grace
 	expired := map[string]bool{}   // retired longer ago than the grace
 	listed := map[string]bool{}    // sub-manifests some root lists
+	oldParts := map[string]bool{}  // sub-manifests retired longer ago than the grace
 	for _, m := range manifests {
 		for name, ts := range m.Tables {
 			for _, g := range ts.groups {
 				listed[s.layout.parts(project, name, g.Object)] = true
+			}
+		}
+		for _, r := range m.retiredParts {
+			if now.Sub(r.At) > grace {
+				oldParts[s.layout.parts(project, r.Table, r.Object)] = true
 			}
 		}
 		m.liveFiles(func(f DataFile) { protected[f.Ref().String()] = true })
@@ -137,7 +143,7 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 	}
 	st.Orphans = orphans
 	st.Retired = len(doomed) - orphans
-	if st.SubManifests, err = s.collectParts(ctx, project, listed, now); err != nil {
+	if st.SubManifests, err = s.collectParts(ctx, project, listed, oldParts, now, orphansBefore); err != nil {
 		return st, err
 	}
 
@@ -147,12 +153,15 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 		t := Target{Project: project, Staging: m.Staging}
 		_, err := s.update(ctx, t, func(m *Manifest) (*Manifest, error) {
 			keep := slices.DeleteFunc(slices.Clone(m.Retired), func(r RetiredFile) bool { return expired[r.FileRef.String()] })
-			if len(keep) == len(m.Retired) {
+			keepParts := slices.DeleteFunc(slices.Clone(m.retiredParts), func(r retiredPart) bool {
+				return oldParts[s.layout.parts(project, r.Table, r.Object)]
+			})
+			if len(keep) == len(m.Retired) && len(keepParts) == len(m.retiredParts) {
 				return nil, nil
 			}
 			n := *m
 			n.Version, n.CommittedAt, n.CommitID = m.Version+1, s.now().UTC(), newID(s.now())
-			n.Retired = keep
+			n.Retired, n.retiredParts = keep, keepParts
 			return &n, nil
 		})
 		if err != nil && !errors.Is(err, ErrGenerationGone) {
@@ -167,14 +176,18 @@ func (s *Store) collect(ctx context.Context, project string, grace time.Duration
 }
 
 // collectParts deletes the sub-manifests of project that no root lists
-// (listed, from roots read before the listing) and that were written more
-// than OrphanGrace ago. A sub-manifest is written just before the root
-// that lists it, so one younger than the grace may belong to a commit
-// under way.
-func (s *Store) collectParts(ctx context.Context, project string, listed map[string]bool, now time.Time) (int, error) {
+// (listed, from roots read before the listing) and that a root retired
+// longer ago than the grace (retired), or that were written more than
+// OrphanGrace ago (or before orphansBefore). A sub-manifest is written
+// just before the root that lists it, so an unretired one younger than
+// the grace may belong to a commit under way.
+func (s *Store) collectParts(ctx context.Context, project string, listed, retired map[string]bool, now, orphansBefore time.Time) (int, error) {
 	var doomed []string
 	err := s.bucket.List(ctx, s.layout.partsPrefix(project), func(o storage.ObjectInfo) error {
-		if _, _, ok := s.layout.parsePartsKey(project, o.Key); ok && !listed[o.Key] && now.Sub(o.LastModified) > s.cfg.OrphanGrace {
+		if _, _, ok := s.layout.parsePartsKey(project, o.Key); !ok || listed[o.Key] {
+			return nil
+		}
+		if retired[o.Key] || now.Sub(o.LastModified) > s.cfg.OrphanGrace || o.LastModified.Before(orphansBefore) {
 			doomed = append(doomed, o.Key)
 		}
 		return nil

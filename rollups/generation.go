@@ -205,6 +205,22 @@ func promoted(live, st *Manifest, opts PromoteOptions, now time.Time, commitID s
 			n.Retired = append(n.Retired, RetiredFile{FileRef: f.Ref(), At: now.UTC()})
 		}
 	})
+	// Sub-manifests: the live ones the new generation does not name are
+	// retired; so are those the staged generation retired.
+	listed := map[string]bool{}
+	for name, ts := range n.Tables {
+		for _, g := range ts.groups {
+			listed[name+"/"+g.Object] = true
+		}
+	}
+	n.retiredParts = slices.Concat(live.retiredParts, st.retiredParts)
+	for name, ts := range live.Tables {
+		for _, g := range ts.groups {
+			if !listed[name+"/"+g.Object] {
+				n.retiredParts = append(n.retiredParts, retiredPart{Table: name, Object: g.Object, At: now.UTC()})
+			}
+		}
+	}
 	return n, nil
 }
 

@@ -63,6 +63,19 @@ type Manifest struct {
 	// Retired lists files that earlier versions removed; they are deleted
 	// once RetireGrace has passed and dropped from the list then.
 	Retired []RetiredFile `json:"retired,omitempty"`
+
+	// retiredParts lists sub-manifests that earlier versions replaced;
+	// like retired files, they are deleted once RetireGrace has passed
+	// (at once by CollectRetired and CollectPurge: they hold the sort-key
+	// bounds of files an erasure replaced).
+	retiredParts []retiredPart
+}
+
+// retiredPart is a sub-manifest that a commit replaced or dropped.
+type retiredPart struct {
+	Table  string    `json:"table"`
+	Object string    `json:"object"`
+	At     time.Time `json:"at"`
 }
 
 // TableState is a table as the manifest records it: its latest definition
@@ -231,6 +244,8 @@ type manifestHead struct {
 	CommitID    string            `json:"commitId"`
 	Checkpoints map[string]string `json:"checkpoints,omitempty"`
 	Retired     []RetiredFile     `json:"retired,omitempty"`
+	// RetiredParts is format 2's retiredManifests.
+	RetiredParts []retiredPart `json:"retiredManifests,omitempty"`
 }
 
 // rootTableJSON is the encoding of a table in a root (format 2).
@@ -262,6 +277,7 @@ func encodeRoot(m *Manifest) ([]byte, error) {
 	head := manifestHead{
 		Format: manifestFormat, Project: m.Project, Generation: m.Generation, Version: m.Version, Staging: m.Staging,
 		CommittedAt: m.CommittedAt, CommitID: m.CommitID, Checkpoints: m.Checkpoints, Retired: m.Retired,
+		RetiredParts: m.retiredParts,
 	}
 	tables := make(map[string]rootTableJSON, len(m.Tables))
 	for name, ts := range m.Tables {
@@ -297,7 +313,12 @@ func decodeRoot(data []byte, t Target, prev *Manifest) (*Manifest, error) {
 	h := in.manifestHead
 	m := &Manifest{Format: h.Format, Project: h.Project, Generation: h.Generation, Version: h.Version, Staging: h.Staging,
 		CommittedAt: h.CommittedAt, CommitID: h.CommitID, Checkpoints: h.Checkpoints, Retired: h.Retired,
-		Tables: make(map[string]*TableState, len(in.Tables))}
+		retiredParts: h.RetiredParts, Tables: make(map[string]*TableState, len(in.Tables))}
+	for _, r := range m.retiredParts {
+		if !tableNameRE.MatchString(r.Table) || !validPartsObject(r.Object) {
+			return nil, fmt.Errorf("%w: bad retired sub-manifest %q of table %q", ErrCorruptManifest, r.Object, r.Table)
+		}
+	}
 	if err := checkHead(m, t); err != nil {
 		return nil, err
 	}

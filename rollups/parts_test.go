@@ -310,21 +310,35 @@ func testSplitCollect(t *testing.T, b storage.Bucket) {
 		t.Fatal(err)
 	}
 
-	// Young: nothing goes.
-	if st, err := s.Collect(ctx, testProject); err != nil || st.SubManifests != 0 {
+	// Young: nothing goes (the replaced group was retired within
+	// RetireGrace, the crashed commit's is younger than OrphanGrace).
+	if st, err := s.Collect(ctx, testProject); err != nil || st.SubManifests != 0 || !exists(t, b, replaced[0]) {
 		t.Fatalf("collect right away: %+v, %v", st, err)
 	}
-	// After the grace: the replaced group and the crashed commit's go;
-	// what the live and the staged roots list stays.
+	if len(m.retiredParts) != 1 || s.layout.parts(testProject, "pageviews", m.retiredParts[0].Object) != replaced[0] {
+		t.Fatalf("the root retired %v, want %v", m.retiredParts, replaced)
+	}
+	// Without the grace (an erasure: the replaced group holds the sort-key
+	// bounds of the files it replaced) the retired group goes at once and
+	// leaves the root's list; the crashed commit's keeps its grace.
+	st, err := s.CollectRetired(ctx, testProject)
+	if err != nil || st.SubManifests != 1 || exists(t, b, replaced[0]) || !exists(t, b, crashed[0]) {
+		t.Fatalf("CollectRetired: %+v, %v; replaced exists %v, crashed exists %v", st, err, exists(t, b, replaced[0]), exists(t, b, crashed[0]))
+	}
+	if m, err = s.Load(ctx, Live(testProject)); err != nil || len(m.retiredParts) != 0 {
+		t.Fatalf("after CollectRetired the root still retires %v (%v)", m.retiredParts, err)
+	}
+	// After OrphanGrace the crashed commit's goes; what the live and the
+	// staged roots list stays, however old.
 	gc := newStore(t, b, func(c *Config) { c.StagingExpiry = 365 * 24 * time.Hour })
 	gc.now = func() time.Time { return time.Now().Add(gc.cfg.OrphanGrace + time.Minute) }
-	st, err := gc.Collect(ctx, testProject)
+	st, err = gc.Collect(ctx, testProject)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keep := append(listedParts(s.layout, m), listedParts(s.layout, staged)...)
 	slices.Sort(keep)
-	if got := slices.DeleteFunc(partsObjects(t, b, s.layout, testProject), func(k string) bool { return k == foreign }); st.SubManifests != 2 || !slices.Equal(got, keep) {
+	if got := slices.DeleteFunc(partsObjects(t, b, s.layout, testProject), func(k string) bool { return k == foreign }); st.SubManifests != 1 || !slices.Equal(got, keep) {
 		t.Fatalf("collect after the grace: %+v; left %v, want %v", st, got, keep)
 	}
 	if !exists(t, b, foreign) {
@@ -348,6 +362,10 @@ func testSplitCollect(t *testing.T, b storage.Bucket) {
 	live, err := s.Promote(ctx, g, PromoteOptions{ExpectLive: m.Version})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The live groups the new generation does not name are retired.
+	if want := listedParts(s.layout, m); len(live.retiredParts) != len(want) {
+		t.Fatalf("the promotion retired %v, want the live groups %v", live.retiredParts, want)
 	}
 	if _, err := gc.Collect(ctx, testProject); err != nil {
 		t.Fatal(err)

@@ -459,6 +459,7 @@ func (s *Store) writeParts(ctx context.Context, next *Manifest) (*Manifest, []st
 		key   string
 	}
 	var jobs []*job
+	var retired []retiredPart // groups replaced or dropped
 	cloned := false
 	for name, ts := range next.Tables {
 		if ts.groups != nil && len(ts.dirty) == 0 {
@@ -477,6 +478,9 @@ func (s *Store) writeParts(ctx context.Context, next *Manifest) (*Manifest, []st
 		c.dirty = nil
 		byGroup := groupPartitions(ts, want)
 		for g := range want {
+			if old, ok := c.groups[g]; ok {
+				retired = append(retired, retiredPart{Table: name, Object: old.Object, At: s.now().UTC()})
+			}
 			if len(byGroup[g]) == 0 {
 				delete(c.groups, g) // its last partition went
 			}
@@ -500,6 +504,9 @@ func (s *Store) writeParts(ctx context.Context, next *Manifest) (*Manifest, []st
 		j.ref, j.key = ref, key
 		return nil
 	})
+	if len(retired) > 0 {
+		out.retiredParts = append(slices.Clone(next.retiredParts), retired...)
+	}
 	var written []string
 	for _, j := range jobs {
 		if j.key != "" {

@@ -172,7 +172,7 @@ func TestManifestGoldenV2(t *testing.T) {
 		"people/b01/019d38c02b02-1b2c3d4e5f6071829304.parquet",
 	}
 	for _, got := range []*Manifest{m, sn.Manifest()} {
-		if got.Format != manifestFormat || got.Version != 3 || got.Checkpoint("processor") != "1043" || len(got.Retired) != 1 || !slices.Equal(fileKeys(got), want) {
+		if got.Format != manifestFormat || got.Version != 3 || got.Checkpoint("processor") != "1043" || len(got.Retired) != 1 || len(got.retiredParts) != 1 || !slices.Equal(fileKeys(got), want) {
 			t.Fatalf("loaded %s, want version 3, files %v", describe(got), want)
 		}
 	}
