@@ -20,7 +20,7 @@ import (
 //   - commit: one commit that replaces the file of the newest day of
 //     events and moves a checkpoint, by a Store that knows the manifest
 //     (the processor's steady state). Every 16 commits, off the clock, the
-//     retired list is emptied as Collect would, so it does not grow.
+//     retired lists are emptied as Collect would, so they do not grow.
 //
 //   - refresh: after such a commit (off the clock), a Reader that held the
 //     version before takes the new one (the API's steady state).
@@ -188,14 +188,14 @@ func seedScaleProject(b *testing.B, s *Store, project string, days int) (*Manife
 	return m, last
 }
 
-// dropRetired empties the retired list of a project's live manifest, as
-// Collect does once the files are deleted.
+// dropRetired empties the retired lists (files and sub-manifests) of a
+// project's live manifest, as Collect does once they are deleted.
 func dropRetired(b *testing.B, s *Store, project string) *Manifest {
 	b.Helper()
 	m, err := s.update(context.Background(), Live(project), func(m *Manifest) (*Manifest, error) {
 		n := *m
 		n.Version, n.CommittedAt, n.CommitID = m.Version+1, time.Now().UTC(), newID(time.Now())
-		n.Retired = nil
+		n.Retired, n.retiredParts = nil, nil
 		return &n, nil
 	})
 	if err != nil {
