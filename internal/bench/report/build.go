@@ -97,6 +97,7 @@ func openEnv(ctx context.Context, dir string, logger *slog.Logger, cacheBytes in
 	lcfg := eventlog.DefaultConfig()
 	lcfg.Dir = filepath.Join(dir, "log")
 	lcfg.StartTimeout = 10 * time.Minute // recovery reads the day's batches back
+	lcfg.Timeout = 5 * time.Minute       // purging millions of batches (purgeBatches) takes longer than a publish
 	lg, err := eventlog.Open(ctx, lcfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log in %s: %w", lcfg.Dir, err)
