@@ -220,7 +220,7 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			}
 		}
 		c := &visitChunk{rows: rows, shared: shared}
-		size := int64(len(rows))*int64(unsafe.Sizeof(visitRow{})+4) + shared
+		size := int64(cap(rows))*int64(unsafe.Sizeof(visitRow{})) + int64(len(rows))*4 + shared
 		for i := range rows {
 			v := &rows[i]
 			v.Person = noPerson
@@ -377,7 +377,7 @@ func (d *projectData) convChunk(ctx context.Context, ord int) (*convChunk, error
 			rows = pc.convs
 			slices.SortFunc(rows, compareConversions)
 		}
-		size := int64(len(rows)) * int64(unsafe.Sizeof(conversionRow{})+4)
+		size := int64(cap(rows))*int64(unsafe.Sizeof(conversionRow{})) + int64(len(rows))*4
 		for i := range rows {
 			cv := &rows[i]
 			cv.Person = noPerson
@@ -501,8 +501,8 @@ func (d *projectData) factChunk(ctx context.Context, ord int) (*factChunk, error
 			}
 		}
 		c := d.resolveFacts(pc)
-		size := int64(unsafe.Sizeof(factChunk{})) + int64(len(c.buys))*int64(unsafe.Sizeof(purchaseRow{})) +
-			int64(len(c.act.people))*20 + int64(len(pc.seen))*int64(unsafe.Sizeof(seenPart{}))
+		size := int64(unsafe.Sizeof(factChunk{})) + int64(cap(c.buys))*int64(unsafe.Sizeof(purchaseRow{})) +
+			int64(cap(c.act.people))*4 + int64(cap(c.act.first)+cap(c.act.last))*8 + int64(cap(pc.seen))*int64(unsafe.Sizeof(seenPart{}))
 		for i := range c.buys {
 			size += int64(len(c.buys[i].UserID) + len(c.buys[i].Currency))
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -143,6 +144,7 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 		return err
 	}
 	n := int(rec.NumRows())
+	pc.visits = slices.Grow(pc.visits, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
 			pc.places, pc.sources = newPlaces(), newSources()
@@ -173,6 +175,7 @@ func decodeConversions(pc *partCache, rec arrow.Record) error {
 		return err
 	}
 	n := int(rec.NumRows())
+	pc.convs = slices.Grow(pc.convs, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		cv := conversionRow{
 			Action: tables.StrAt(c[0], i), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: tables.StrAt(c[3], i),

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/mfhq/mf/api"
 )
 
 // parseByteSize reads a size such as 536870912, 512MiB, 1GiB, 300MB or
@@ -30,17 +31,11 @@ func parseByteSize(s string) (int64, error) {
 }
 
 // apiCacheBytes is --api-cache-bytes: the reporting API's memory for
-// decoded tables, or by default an eighth of the machine's memory, at
-// least 128 MiB and at most 4 GiB (docs/reporting-data.md).
+// decoded tables, by default api.DefaultCacheBudget.
 func (c config) apiCacheBytes() int64 {
 	if c.APICacheBytes != "" {
 		n, _ := parseByteSize(c.APICacheBytes)
 		return n
 	}
-	var si syscall.Sysinfo_t
-	total := int64(4 << 30)
-	if err := syscall.Sysinfo(&si); err == nil && si.Totalram > 0 {
-		total = int64(si.Totalram) * int64(si.Unit)
-	}
-	return min(max(total/8, 128<<20), 4<<30)
+	return api.DefaultCacheBudget()
 }

@@ -58,5 +58,6 @@ func dashboardE2EDir() string {
 	if !ok {
 		return filepath.Join("api", "dashboard", "e2e")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "dashboard", "e2e")
+	// internal/bench/report -> the repository root -> api/dashboard/e2e
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "api", "dashboard", "e2e")
 }

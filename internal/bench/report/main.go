@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mfhq/mf/api"
 	"github.com/mfhq/mf/rollups"
 )
 
@@ -53,7 +54,8 @@ type Config struct {
 	// (step 4) is written.
 	CPUProfile string
 	// APICacheBytes is the reporting API's memory for decoded tables, as
-	// mf's --api-cache-bytes (0: the packages' defaults).
+	// mf's --api-cache-bytes and by default as mf's default (0: the
+	// packages' defaults).
 	APICacheBytes int64
 	// MemProfile, when set, is where a heap profile is written after the
 	// API timing, before the API stops.
@@ -63,7 +65,7 @@ type Config struct {
 // DefaultConfig is issue 7's bench.
 func DefaultConfig() Config {
 	return Config{Seed: 20260701, People: 1_000_000, Events: 10_000_000, Days: 90, Warmup: 3, N: 50, DuckDB: true, Dashboard: true,
-		APICacheBytes: 512 << 20}
+		APICacheBytes: api.DefaultCacheBudget()}
 }
 
 // Validate reports a setting that cannot work.
