@@ -81,11 +81,11 @@ func (s *Server) registerFlagRoutes(app *fiber.App) {
 		docs:           s.deps.Flags,
 		membership:     s.deps.Membership,
 		previews:       &previewKeys{bucket: s.deps.Bucket, retryAfter: 5 * time.Second},
-		limAddr:        newLimiter(s.cfg.Limits.FlagsPerAddress),
-		limGetWebsite:  newLimiter(s.cfg.Limits.FlagsGetWebsite),
-		limPostWebsite: newLimiter(s.cfg.Limits.FlagsPostWebsite),
-		limGetServer:   newLimiter(s.cfg.Limits.FlagsGetServer),
-		limUnits:       newLimiter(s.cfg.Limits.SegmentUnitsPerKey),
+		limAddr:        newLimiter(s.cfg.Limits.FlagsPerAddress, s.deps.Share),
+		limGetWebsite:  newLimiter(s.cfg.Limits.FlagsGetWebsite, s.deps.Share),
+		limPostWebsite: newLimiter(s.cfg.Limits.FlagsPostWebsite, s.deps.Share),
+		limGetServer:   newLimiter(s.cfg.Limits.FlagsGetServer, s.deps.Share),
+		limUnits:       newLimiter(s.cfg.Limits.SegmentUnitsPerKey, s.deps.Share),
 	}
 	if fr.membership == nil {
 		fr.membership = NoMembership{}

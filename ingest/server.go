@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -41,6 +42,13 @@ type Config struct {
 	Flags FlagConfig
 	// Metrics records what the service answers (NewMetrics); nil: nothing.
 	Metrics *Metrics
+	// AllowanceChunk is how many events beyond a batch's a process takes
+	// from an organization's monthly allowance counter at once, to hand
+	// out from memory (fewer near the end of the allowance). Default 1000.
+	AllowanceChunk int
+	// AllowanceFlush is how often what a process holds of the allowances
+	// is given back to their counters (and at Close). Default 10s.
+	AllowanceFlush time.Duration
 }
 
 // Limits are the rate-limit budgets (see the specification's Limits).
@@ -81,13 +89,20 @@ func (l Limits) Scaled(f float64) Limits {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Limits: DefaultLimits(), Flags: DefaultFlagConfig(), PublishTimeout: 10 * time.Second,
-		ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+		ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		AllowanceChunk: 1000, AllowanceFlush: 10 * time.Second}
 }
 
 // Validate reports a setting that cannot work.
 func (c Config) Validate() error {
 	if c.PublishTimeout <= 0 {
 		return errors.New("ingest config: PublishTimeout must be positive")
+	}
+	if c.AllowanceChunk < 0 {
+		return fmt.Errorf("ingest config: AllowanceChunk %d must not be negative (default 1000)", c.AllowanceChunk)
+	}
+	if c.AllowanceFlush <= 0 {
+		return fmt.Errorf("ingest config: AllowanceFlush %v must be positive (default 10s)", c.AllowanceFlush)
 	}
 	if err := c.Flags.Validate(); err != nil {
 		return err
@@ -132,6 +147,9 @@ type Deps struct {
 	// Membership answers segment lookups; nil answers every ref
 	// unavailable (NoMembership) until the processor provides one.
 	Membership MembershipSource
+	// Share divides the rate budgets among the live ingest processes;
+	// nil: this process is alone and allows each budget whole.
+	Share *Share
 }
 
 // Server is the /v1 service.
@@ -177,15 +195,21 @@ func NewServer(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) 
 	}
 	s := &Server{
 		cfg: cfg, deps: deps, logger: logger, enr: enr, sdk: sdk,
-		allowance:        newAllowance(deps.Bucket),
-		limAddrBatch:     newLimiter(cfg.Limits.BatchPerAddress),
-		limWebsiteEvents: newLimiter(cfg.Limits.WebsiteKeyEvents),
-		limSecretEvents:  newLimiter(cfg.Limits.SecretKeyEvents),
+		allowance:        newAllowance(deps.Bucket, cfg.AllowanceChunk),
+		limAddrBatch:     newLimiter(cfg.Limits.BatchPerAddress, deps.Share),
+		limWebsiteEvents: newLimiter(cfg.Limits.WebsiteKeyEvents, deps.Share),
+		limSecretEvents:  newLimiter(cfg.Limits.SecretKeyEvents, deps.Share),
 		done:             make(chan struct{}),
 	}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
-	go func() { defer close(s.done); enr.RunSalts(bg, time.Hour, deps.Clock) }()
+	go func() {
+		defer close(s.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { enr.RunSalts(bg, time.Hour, deps.Clock) })
+		wg.Go(func() { s.flushAllowances(bg) })
+		wg.Wait()
+	}()
 	s.app = s.newApp()
 	return s, nil
 }
@@ -193,11 +217,36 @@ func NewServer(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) 
 // App returns the Fiber app of the service.
 func (s *Server) App() *fiber.App { return s.app }
 
-// Close stops background work and releases the enricher.
+// Close stops background work, gives back to the allowance counters what
+// this process holds of them, and releases the enricher. Close it after
+// the last request has been answered.
 func (s *Server) Close() error {
 	s.stop()
 	<-s.done
-	return s.enr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
+	defer cancel()
+	var err error
+	if ferr := s.allowance.flush(ctx); ferr != nil {
+		err = fmt.Errorf("ingest: cannot give back the allowance this process held: %w", ferr)
+	}
+	return errors.Join(err, s.enr.Close())
+}
+
+// flushAllowances gives back what this process holds of the allowances
+// every AllowanceFlush, until ctx ends.
+func (s *Server) flushAllowances(ctx context.Context) {
+	t := time.NewTicker(s.cfg.AllowanceFlush)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.allowance.flush(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Warn("ingest: cannot give back allowance reservations; trying again later", "err", err)
+			}
+		}
+	}
 }
 
 func (s *Server) newApp() *fiber.App {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mfhq/mf/internal/apptest"
+	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
@@ -34,8 +35,9 @@ const testUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like 
 type testEnv struct {
 	srv   *Server
 	log   *eventlog.Log
-	cat   *catalog.Catalog
-	clock atomic.Int64 // epoch ms; 0 means time.Now
+	cat    *catalog.Catalog
+	bucket storage.Bucket
+	clock  atomic.Int64 // epoch ms; 0 means time.Now
 }
 
 func (e *testEnv) now() time.Time {
@@ -80,7 +82,7 @@ func newTestEnvN(t testing.TB, cfg Config, caseProjects int) *testEnv {
 	if caseProjects > 0 {
 		st.Apply(t, "the case projects", caseProjectsFile(caseProjects))
 	}
-	env := &testEnv{log: lg, cat: cat}
+	env := &testEnv{log: lg, cat: cat, bucket: b}
 	srv, err := NewServer(ctx, cfg, Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Clock: env.now}, logger)
 	if err != nil {
 		t.Fatalf("cannot build the server: %v", err)
