@@ -33,8 +33,8 @@ import (
 const testUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
 
 type testEnv struct {
-	srv   *Server
-	log   *eventlog.Log
+	srv    *Server
+	log    *eventlog.Log
 	cat    *catalog.Catalog
 	bucket storage.Bucket
 	clock  atomic.Int64 // epoch ms; 0 means time.Now
