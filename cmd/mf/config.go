@@ -126,7 +126,7 @@ func (c *config) specs() []flagSpec {
 		{"log-tls-key", "MF_LOG_TLS_KEY", "PEM private key of --log-tls-cert", &c.LogTLSKey, cmdsAll},
 		{"log-max-bytes", "MF_LOG_MAX_BYTES", "size cap of the log's batches stream, such as 4GiB or 500MiB; at it, batches are refused 503 until committed ones are purged (default: embedded, half the space the log may use; external, none of mf's own)", &c.LogMaxBytes, cmdsAll},
 		{"log-retention", "MF_LOG_RETENTION", "how long the log keeps batches once they are committed to tables, at most 168h (7 days); the processor purges older ones", &c.LogRetention, cmdsProcess},
-		{"lease-ttl", "MF_LEASE_TTL", "how long a processor's partition lease outlives its last renewal: a process that dies hands its partitions on after this", &c.LeaseTTL, cmdsProcess},
+		{"lease-ttl", "MF_LEASE_TTL", "how long a processor's partition lease (or an ingest process's share of the rate budgets) outlives its last renewal: a process that dies hands its partitions (its share) on after this", &c.LeaseTTL, "serve ingest process"},
 		{"store", "MF_STORE", "s3://[ACCESS:SECRET@]host:port/bucket?secure=false for MinIO or any S3; without keys, from AWS_ACCESS_KEY_ID/MINIO_ACCESS_KEY and the like, ~/.aws/credentials or the instance's IAM role (default: local directory)", &c.Store, cmdsAll},
 		{"geoip", "MF_GEOIP", "MaxMind-format .mmdb country/region database (reloaded on SIGHUP)", &c.GeoIP, cmdsIngest},
 		{"trusted-proxies", "MF_TRUSTED_PROXIES", "comma-separated CIDRs allowed to set the client address by X-Forwarded-For", &c.TrustedProxies, cmdsIngest},

@@ -78,6 +78,7 @@ type service struct {
 	proc      *runningProcessor
 	reporting *api.Reporting
 	ingest    *ingest.Server
+	peers     *ingestPeers // the ingest processes sharing the rate budgets
 	servers   []*httpServer
 	metrics   *metrics
 	adminJobs *api.Jobs // background jobs of the admin API (replays)
@@ -293,8 +294,21 @@ func (s *service) open(ctx context.Context) error {
 		icfg.Metrics = s.metrics.ingest
 		lim := s.cfg.listenerLimits()
 		icfg.ReadTimeout, icfg.IdleTimeout = lim.read, lim.idle
+		// On an external log other ingest processes may serve the same
+		// deployment: the budgets are divided among the live ones. An
+		// embedded log is this process's alone.
+		share := ingest.NewShare()
+		if !lg.Embedded() {
+			lcfg := eventlog.DefaultLeaseConfig()
+			lcfg.TTL = s.cfg.leaseTTL()
+			peers, err := startIngestPeers(ctx, lg, lcfg, share, s.logger)
+			if err != nil {
+				return err
+			}
+			s.peers = peers
+		}
 		srv, err := ingest.NewServer(ctx, icfg, ingest.Deps{Catalog: cat, Log: lg.Publisher(), Bucket: b, Ready: s.ready.Load,
-			Flags: flags, Membership: segmentMembership{s.segments}}, s.logger)
+			Flags: flags, Membership: segmentMembership{s.segments}, Share: share}, s.logger)
 		if err != nil {
 			return fmt.Errorf("cannot start the ingest service: %w", err)
 		}
@@ -444,6 +458,11 @@ func (s *service) shutdown() error {
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.peers != nil {
+		if err := s.peers.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
