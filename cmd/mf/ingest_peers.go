@@ -22,15 +22,16 @@ const ingestPeersPrefix = "ingest."
 // died is forgotten TTL after its last renewal, which is not signalled).
 // When the log cannot be reached the last count stays.
 type ingestPeers struct {
-	log    *eventlog.Log
-	cfg    eventlog.LeaseConfig
-	share  *ingest.Share
-	name   string
-	logger *slog.Logger
-	stop   context.CancelFunc
-	done   chan struct{}
-	lease  *eventlog.Lease // owned by run once it started
-	logged bool            // the count was logged once (count runs in one goroutine at a time)
+	log     *eventlog.Log
+	cfg     eventlog.LeaseConfig
+	share   *ingest.Share
+	name    string
+	logger  *slog.Logger
+	stop    context.CancelFunc
+	done    chan struct{}
+	lease   *eventlog.Lease // owned by run once it started
+	logged  bool            // the count was logged once (count runs in one goroutine at a time)
+	failing bool            // the last count failed (said once per outage)
 }
 
 // startIngestPeers takes this process's lease and counts the live ingest
@@ -57,10 +58,14 @@ func startIngestPeers(ctx context.Context, lg *eventlog.Log, cfg eventlog.LeaseC
 func (p *ingestPeers) count(ctx context.Context) {
 	held, err := p.log.Leases(ctx, ingestPeersPrefix, p.cfg)
 	if err != nil {
-		p.logger.Warn("cannot count the live ingest processes; the rate budgets stay divided as they were",
-			"processes", p.share.Processes(), "err", err)
+		if !p.failing && ctx.Err() == nil {
+			p.logger.Warn("cannot count the live ingest processes; the rate budgets stay divided as they were",
+				"processes", p.share.Processes(), "err", err)
+		}
+		p.failing = true
 		return
 	}
+	p.failing = false
 	n := max(len(held), 1)
 	if n != p.share.Processes() || !p.logged {
 		p.logged = true
