@@ -509,11 +509,25 @@ func (b *localBucket) Delete(ctx context.Context, key string) error {
 	if err != nil && !missing(err) {
 		return fmt.Errorf("cannot delete object %q: %w", key, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := b.syncRemoval(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("object %q deleted but not yet durable: %w", key, err)
 	}
 	b.prune(filepath.Dir(path))
 	return nil
+}
+
+// syncRemoval makes a removal from dir durable: it syncs dir, or, when a
+// concurrent delete already pruned dir (emptied, it went with its last
+// object), the nearest ancestor that still exists, which holds that
+// removal.
+func (b *localBucket) syncRemoval(dir string) error {
+	for {
+		err := syncDir(dir)
+		if err == nil || !missing(err) || dir == b.objects || !strings.HasPrefix(dir, b.objects+string(filepath.Separator)) {
+			return err
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // prune removes dir and its parents below the objects directory while they

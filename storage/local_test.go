@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -355,4 +356,39 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestLocalConcurrentDeletesOfOneDirectory deletes every object of one
+// directory at once, many times: the last delete prunes the emptied
+// directory while others still make their own removal durable, and none
+// may fail for it (the processor's collection deletes a partition's files
+// while another collection does the same).
+func TestLocalConcurrentDeletesOfOneDirectory(t *testing.T) {
+	b := openLocal(t, t.TempDir())
+	ctx := t.Context()
+	for round := range 50 {
+		keys := make([]string, 8)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("rollups/p/data/people/b%d/f%d.parquet", round%4, i)
+			if _, err := b.Put(ctx, keys[i], bytes.NewReader([]byte("x"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, len(keys))
+		for _, k := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := b.Delete(ctx, k); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
 }
