@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/storage/catalog"
 )
 
 // The ads summary (GET /projects/{id}/acquisition/ads): the imported
@@ -140,7 +142,7 @@ func (r *Reporting) getAds(c *fiber.Ctx) error {
 	p := vp.p
 	loc := p.Location()
 	ctx := c.UserContext()
-	period, perr := ResolvePeriod(periodRequest(queryOf(c)), ListPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), nil)
+	period, perr := ResolvePeriod(periodRequest(queryOf(c)), ListPeriods, r.deps.Clock(), loc, catalog.RetentionDays(vp.org.Plan), nil)
 	if perr != nil {
 		return perr
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/storage/catalog"
 )
 
 // The channels report (GET /projects/{id}/acquisition/channels): visits
@@ -160,7 +162,7 @@ func (r *Reporting) listChannels(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	period, perr := ResolvePeriod(periodRequest(q), ListPeriods, r.deps.Clock(), p.Location(), RetentionDays(vp.org.Plan), d.firstEventPtr())
+	period, perr := ResolvePeriod(periodRequest(q), ListPeriods, r.deps.Clock(), p.Location(), catalog.RetentionDays(vp.org.Plan), d.firstEventPtr())
 	if perr != nil {
 		return perr
 	}

@@ -103,7 +103,7 @@ func parseFunnelQuery(q url.Values, st *catalog.State, p *catalog.Project, plan 
 			fq.basis = v[0]
 		}
 	}
-	period, aerr := ResolvePeriod(periodRequest(q), ListPeriods, now, p.Location(), RetentionDays(plan), nil)
+	period, aerr := ResolvePeriod(periodRequest(q), ListPeriods, now, p.Location(), catalog.RetentionDays(plan), nil)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -56,7 +56,7 @@ func (r *Reporting) openReport(c *fiber.Ctx, opts PeriodOptions) (*report, error
 		return nil, err
 	}
 	now := r.deps.Clock()
-	ret := RetentionDays(vp.org.Plan)
+	ret := catalog.RetentionDays(vp.org.Plan)
 	p, perr := ResolvePeriod(periodRequest(q), opts, now, d.Loc, ret, d.firstEventPtr())
 	if perr != nil {
 		return nil, perr

@@ -107,7 +107,7 @@ func peopleAvailability(st *catalog.State, project string) string {
 // It needs no tables, so every refusal comes before any data is read.
 func (r *Reporting) parsePeopleQuery(q url.Values, st *catalog.State, p *catalog.Project, plan string, now time.Time) (*peopleQuery, *APIError) {
 	loc := p.Location()
-	retention := RetentionDays(plan)
+	retention := catalog.RetentionDays(plan)
 	period, aerr := ResolvePeriod(periodRequest(q), ListPeriods, now, loc, retention, nil)
 	if aerr != nil {
 		return nil, aerr
@@ -661,7 +661,7 @@ func (r *Reporting) getPerson(c *fiber.Ctx) error {
 		return err
 	}
 	raw := c.Params("ref")
-	retention := RetentionDays(vp.org.Plan)
+	retention := catalog.RetentionDays(vp.org.Plan)
 	notFound := refuse(fiber.StatusNotFound, "person_not_found", "",
 		fmt.Sprintf("nobody has the ref %s in this project within the history the plan keeps (%d days), or they were erased",
 			strconvQuote(raw), retention))

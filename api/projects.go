@@ -17,18 +17,6 @@ import (
 // PageSize is the fixed page size of paged lists.
 const PageSize = 50
 
-// retentionDays is the history each plan keeps.
-var retentionDays = map[string]int{catalog.PlanFree: 30, catalog.PlanPro: 366, catalog.PlanEnterprise: 1095}
-
-// RetentionDays is the history a plan keeps, in days (30 for an unknown
-// plan, the smallest).
-func RetentionDays(plan string) int {
-	if d, ok := retentionDays[plan]; ok {
-		return d
-	}
-	return 30
-}
-
 var reProjectID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // visibleProject is a project the caller may read, with its organization.
@@ -113,7 +101,7 @@ func (r *Reporting) projectResource(c *fiber.Ctx, vp visibleProject) Resource {
 			{"createdAt", momentOrNil(p.CreatedAt, loc)},
 			{"organization", map[string]string{"id": o.ID, "slug": o.Slug, "name": o.Name}},
 			{"plan", o.Plan},
-			{"retentionDays", RetentionDays(o.Plan)},
+			{"retentionDays", catalog.RetentionDays(o.Plan)},
 		},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/storage/catalog"
 )
 
 // The search summary (GET /projects/{id}/acquisition/search): the imported
@@ -130,7 +132,7 @@ func (r *Reporting) getSearch(c *fiber.Ctx) error {
 			through = l
 		}
 	}
-	period, perr := ResolvePeriod(periodRequest(q), ReportPeriods, r.deps.Clock(), loc, RetentionDays(vp.org.Plan), first)
+	period, perr := ResolvePeriod(periodRequest(q), ReportPeriods, r.deps.Clock(), loc, catalog.RetentionDays(vp.org.Plan), first)
 	if perr != nil {
 		return perr
 	}
