@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"strings"
 )
@@ -72,9 +73,8 @@ func (c *Cursors) Open(list string, params Params, cursor string) ([]byte, bool)
 	if len(cursor) > cursorMaxLen {
 		return nil, false
 	}
-	// Strict: one cursor has one spelling (the unused low bits of its last
-	// character are zero).
-	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
+	// One cursor has one spelling (decodeCanonical).
+	b, err := decodeCanonical(cursor)
 	if err != nil || len(b) < 1+cursorTagLen || b[0] != cursorVersion {
 		return nil, false
 	}
@@ -83,4 +83,18 @@ func (c *Cursors) Open(list string, params Params, cursor string) ([]byte, bool)
 		return nil, false
 	}
 	return pos, true
+}
+
+// errNotCanonical refuses base64url text with a line break.
+var errNotCanonical = errors.New("not the canonical spelling: a line break")
+
+// decodeCanonical decodes unpadded base64url text that has one spelling
+// only: Strict refuses unused low bits that are not zero, and the line
+// breaks the decoder would otherwise skip are refused here (a cursor or
+// token with a \r inside opened as the one without it).
+func decodeCanonical(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errNotCanonical
+	}
+	return base64.RawURLEncoding.Strict().DecodeString(s)
 }

@@ -310,6 +310,10 @@ func FuzzCursors(f *testing.F) {
 	} {
 		f.Add(s.list, s.a, s.b, pos, c.Seal(s.list, Bind(strings.Split(s.a, "|")...), pos))
 	}
+	// A line break inside a sealed cursor: the decoder skips it, the
+	// cursor must not open (one spelling).
+	sealed := c.Seal("events", Bind(strings.Split(events, "|")...), pos)
+	f.Add("events", events, events, pos, sealed[:5]+"\r"+sealed[5:])
 	f.Add("projects", "user|u1", "user|u1", []byte{1, 0, 0, 0, 0, 0, 0, 0, 9, 'i', 'd'}, "AQ")
 	f.Fuzz(func(t *testing.T, list, a, b string, pos []byte, cursor string) {
 		pa, pb := Bind(strings.Split(a, "|")...), Bind(strings.Split(b, "|")...)
@@ -626,6 +630,7 @@ func FuzzAccessToken(f *testing.F) {
 	tok := r.sealAccess(accessPayload{User: "10000000-0000-4000-8000-000000000001", App: "claude", Expires: 1_780_000_000})
 	f.Add(tok, "10000000-0000-4000-8000-000000000001", "claude", int64(1_780_000_000))
 	f.Add("mf_oat_e30.AAAA", "", "", int64(0))
+	f.Add(tok[:12]+"\n"+tok[12:], "10000000-0000-4000-8000-000000000001", "claude", int64(1_780_000_000)) // a line break the decoder skips
 	f.Fuzz(func(t *testing.T, tok, user, app string, exp int64) {
 		want := accessPayload{User: user, App: app, Expires: exp}
 		sealed := r.sealAccess(want)

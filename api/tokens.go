@@ -212,8 +212,8 @@ func (r *Reporting) openAccess(token string) (accessPayload, bool) {
 		return p, false
 	}
 	// Strict: one token has one spelling.
-	body, err1 := base64.RawURLEncoding.Strict().DecodeString(body64)
-	tag, err2 := base64.RawURLEncoding.Strict().DecodeString(tag64)
+	body, err1 := decodeCanonical(body64)
+	tag, err2 := decodeCanonical(tag64)
 	if err1 != nil || err2 != nil {
 		return p, false
 	}
