@@ -200,7 +200,10 @@ func (e *env) generate(ctx context.Context, g *Generator, truth *Truth, out io.W
 
 // process runs the real processor until the project's checkpoint covers
 // seq, reporting progress on out every 10 seconds, and returns its stats.
-func (e *env) process(ctx context.Context, project string, seq uint64, out io.Writer) (processor.Stats, error) {
+// When heapProfile is set, a heap profile is written there each time the
+// live heap passes its previous peak by a tenth: the profile left is the
+// build's peak.
+func (e *env) process(ctx context.Context, project string, seq uint64, out io.Writer, heapProfile string) (processor.Stats, error) {
 	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
 	if err != nil {
 		return processor.Stats{}, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
@@ -224,7 +227,17 @@ func (e *env) process(ctx context.Context, project string, seq uint64, out io.Wr
 		}
 	}
 	start, tick := time.Now(), time.Now()
+	var peakHeap uint64
 	for {
+		if heapProfile != "" {
+			if h := liveHeap(); h > peakHeap+peakHeap/10 {
+				peakHeap = h
+				if err := writeHeapProfile(heapProfile); err != nil {
+					_ = stop()
+					return p.Stats(), err
+				}
+			}
+		}
 		cp, err := e.checkpoint(ctx, project)
 		if err != nil {
 			_ = stop()
@@ -244,8 +257,8 @@ func (e *env) process(ctx context.Context, project string, seq uint64, out io.Wr
 		if time.Since(tick) > 10*time.Second {
 			tick = time.Now()
 			st := p.Stats()
-			fmt.Fprintf(out, "  processor: %d events applied (%.0f events/s), %d commits, checkpoint %d of %d\n",
-				st.Events, float64(st.Events)/time.Since(start).Seconds(), st.Commits, cp, seq)
+			fmt.Fprintf(out, "  processor: %d events applied (%.0f events/s), %d commits, checkpoint %d of %d; %s\n",
+				st.Events, float64(st.Events)/time.Since(start).Seconds(), st.Commits, cp, seq, memoryNow())
 		}
 	}
 	st := p.Stats()

@@ -60,6 +60,9 @@ type Config struct {
 	// MemProfile, when set, is where a heap profile is written after the
 	// API timing, before the API stops.
 	MemProfile string
+	// BuildMemProfile, when set, is where a heap profile of the build's
+	// peak (the processor's) is written.
+	BuildMemProfile string
 }
 
 // DefaultConfig is issue 7's bench.
@@ -108,6 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the API timing to this file")
 	fs.Int64Var(&cfg.APICacheBytes, "api-cache-bytes", cfg.APICacheBytes, "the reporting API's memory for decoded tables, as mf's --api-cache-bytes (0: the packages' defaults)")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile after the API timing to this file")
+	fs.StringVar(&cfg.BuildMemProfile, "build-memprofile", "", "write a heap profile of the build's peak (the processor's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -305,7 +309,7 @@ func build(ctx context.Context, cfg Config, e *env, loc *time.Location, out io.W
 		float64(t.Events)/ds.GenerateAndPublish, float64(t.Batches)/ds.GenerateAndPublish)
 	fmt.Fprintf(out, "3. building the tables with the processor from the backlog\n")
 	t1 := time.Now()
-	st, err := e.process(ctx, benchProject, last, out)
+	st, err := e.process(ctx, benchProject, last, out, cfg.BuildMemProfile)
 	if err != nil {
 		return ds, err
 	}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 )
 
@@ -42,4 +46,31 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("cannot write the heap profile: %w", err)
 	}
 	return nil
+}
+
+// liveHeap is the bytes of live and not yet swept heap objects now.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// memoryNow describes the process's memory now: its RSS (Linux
+// /proc/self/status) and heap objects.
+func memoryNow() string {
+	rss := "RSS unknown"
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if f := bytes.Fields(sc.Bytes()); len(f) >= 2 && string(f[0]) == "VmRSS:" {
+				if kb, err := strconv.ParseUint(string(f[1]), 10, 64); err == nil {
+					rss = fmt.Sprintf("RSS %.0f MB", float64(kb)/1024)
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s, heap objects %.0f MB", rss, float64(liveHeap())/(1<<20))
 }
