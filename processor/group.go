@@ -151,6 +151,7 @@ func (s *Stats) add(o Stats) {
 	s.TooLate += o.TooLate
 	s.BytesWritten += o.BytesWritten
 	s.ThawedDays += o.ThawedDays
+	s.ResidentDays += o.ResidentDays
 	s.Retentions += o.Retentions
 	s.RetentionLooks += o.RetentionLooks
 	s.Parked += o.Parked

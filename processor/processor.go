@@ -140,6 +140,7 @@ type Processor struct {
 type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
 	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
+	residentDays                                                                 atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -165,6 +166,9 @@ type Stats struct {
 	// ThawedDays counts days read back into memory for late events
 	// (docs/processor.md, "Memory").
 	ThawedDays int64
+	// ResidentDays counts the cold days left with residents (events of
+	// visits that reach a day still in memory) after each freeze.
+	ResidentDays int64
 	// Retentions counts the projects whose history past their retention
 	// was deleted (retention.go), one per run and project.
 	// RetentionLooks counts the looks at every project's retention (one
@@ -285,7 +289,7 @@ func (p *Processor) Stats() Stats {
 		Reloads: p.stats.reloads.Load(), TooLate: p.stats.tooLate.Load(), BytesWritten: p.stats.bytes.Load(),
 		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
 		ThawedDays: p.stats.thawedDays.Load(), Retentions: p.stats.retentions.Load(),
-		RetentionLooks: p.stats.retentionLooks.Load(),
+		RetentionLooks: p.stats.retentionLooks.Load(), ResidentDays: p.stats.residentDays.Load(),
 	}
 }
 
@@ -788,6 +792,22 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
 		}
 	}
+	for {
+		days := ps.engine.ThawForFlush()
+		if len(days) == 0 {
+			break
+		}
+		if err := p.thaw(ctx, ps, days); err != nil {
+			// As in addBatch: let the project go and load it again.
+			delete(p.projects, ps.id)
+			first := ps.applied + 1
+			if u := ps.firstSeq(); u > 0 {
+				first = min(first, u)
+			}
+			p.park(ps.id, first, err)
+			return
+		}
+	}
 	flushStart := time.Now()
 	ch := ps.engine.Flush()
 	flushTook := time.Since(flushStart)
@@ -895,6 +915,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		ps.failures = 0
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received-p.cfg.HotWindow.Milliseconds(), ps.received-p.cfg.LateWindow.Milliseconds())
+			p.stats.residentDays.Add(int64(ps.engine.ResidentDays()))
 		}
 		if p.deps.Segments != nil {
 			p.deps.Segments.apply(ps.id, r.manifest, r.ch)

@@ -98,6 +98,18 @@ func (e *Engine) coldHas(id records.UUID, dn int32) bool {
 // ColdDays returns how many days are cold.
 func (e *Engine) ColdDays() int { return len(e.cold) }
 
+// ResidentDays returns how many cold days hold residents: events of
+// visits that also have events on a day still in memory (Freeze).
+func (e *Engine) ResidentDays() int {
+	n := 0
+	for d := range e.cold {
+		if e.days[d] != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // HotEvents returns how many events are in memory.
 func (e *Engine) HotEvents() int {
 	n := 0
@@ -187,39 +199,6 @@ func (e *Engine) Freeze(hot, final int64) {
 			ok[n] = true
 		}
 	}
-	// A visit goes cold with all of its days or not at all: day n's
-	// visits reach to maxEnd[n], so n goes only if every day up to it
-	// that holds anything goes, and a day that stays keeps the days its
-	// visits reach.
-	maxEnd := make(map[int32]int32, len(cand))
-	for _, n := range cand {
-		m, next := n, e.DayStart(n+1)
-		for v := range e.visitsByDay[n] {
-			if v.end >= next {
-				m = max(m, e.DayOf(v.end))
-				next = e.DayStart(m + 1)
-			}
-		}
-		maxEnd[n] = m
-	}
-	has := func(d int32) bool { return e.days[d] != nil || e.visitsByDay[d] != nil }
-	for changed := true; changed; {
-		changed = false
-		for _, n := range cand {
-			stays := !ok[n]
-			for d := n + 1; !stays && d <= maxEnd[n]; d++ {
-				stays = !ok[d] && has(d)
-			}
-			if !stays {
-				continue
-			}
-			for d := n; d <= maxEnd[n]; d++ {
-				if ok[d] {
-					ok[d], changed = false, true
-				}
-			}
-		}
-	}
 	frozen := make([]int32, 0, len(ok))
 	for _, n := range cand {
 		if ok[n] {
@@ -229,17 +208,34 @@ func (e *Engine) Freeze(hot, final int64) {
 	if len(frozen) == 0 {
 		return
 	}
+	// A visit goes cold with every day it has events on, or not at all: it
+	// goes when each of its days goes (or holds nothing in memory). A visit
+	// that also has events on a day that stays is a resident: it and its
+	// events stay in memory, on days that otherwise go cold (a day whose
+	// visits cross midnight into today goes cold but for them). Without
+	// residents the days of steady traffic, chained by visits across each
+	// midnight, never went cold at all.
+	has := func(d int32) bool { return e.days[d] != nil || e.visitsByDay[d] != nil }
+	goes := make(map[*visit]bool)
+	visitGoes := func(v *visit) bool {
+		g, seen := goes[v]
+		if !seen {
+			g = true
+			for d := e.DayOf(v.start); g && d <= e.DayOf(v.end); d++ {
+				g = ok[d] || !has(d)
+			}
+			goes[v] = g
+		}
+		return g
+	}
 	for _, n := range frozen {
 		c := e.cold[n]
 		if c == nil {
 			c = &coldDay{lo: math.MaxInt64, hi: math.MinInt64}
 			e.cold[n] = c
 		}
-		if dd := e.days[n]; dd != nil {
-			c.ids = newBloom(len(dd.events))
-			for _, ev := range dd.events {
-				c.ids.add(ev.ID)
-			}
+		if dd := e.days[n]; dd != nil && len(c.ids.bits) == 0 {
+			c.ids = newBloom(len(dd.events)) // residents going later are added
 		}
 	}
 	// Summaries first (rows read the events), then let go.
@@ -247,6 +243,9 @@ func (e *Engine) Freeze(hot, final int64) {
 	for _, n := range frozen {
 		c := e.cold[n]
 		for v := range e.visitsByDay[n] {
+			if !visitGoes(v) {
+				continue
+			}
 			r := e.visitRow(v)
 			c.visits++
 			c.sum += r.hash()
@@ -258,23 +257,47 @@ func (e *Engine) Freeze(hot, final int64) {
 			gone = append(gone, v)
 		}
 	}
-	for _, v := range gone {
-		e.freezeVisit(v)
-	}
+	// The events that go: those of visits that go and those of no visit.
+	// What stays of a day is its residents' events (and its arena, until
+	// they go too).
 	units := map[*node]bool{}
 	for _, n := range frozen {
-		delete(e.visitsByDay, n)
-		if dd := e.days[n]; dd != nil {
-			for _, ev := range dd.events {
-				if ev.clusterable() {
-					units[ev.unit] = true
-				}
+		dd := e.days[n]
+		if dd == nil {
+			continue
+		}
+		c := e.cold[n]
+		keep := make([]*event, 0)
+		for _, ev := range dd.events {
+			if v := e.visitOf(ev); v != nil && !visitGoes(v) {
+				keep = append(keep, ev)
+				continue
 			}
+			c.ids.add(ev.ID)
+			delete(dd.ids, ev.ID)
+			if ev.clusterable() {
+				units[ev.unit] = true
+			}
+		}
+		if len(keep) == 0 {
 			delete(e.days, n)
+		} else {
+			dd.events = slices.Clip(keep)
+		}
+	}
+	for _, v := range gone {
+		e.freezeVisit(v)
+		n := e.DayOf(v.start)
+		if m := e.visitsByDay[n]; m != nil {
+			delete(m, v)
+			if len(m) == 0 {
+				delete(e.visitsByDay, n)
+			}
 		}
 	}
 	for u := range units {
-		u.cluster = slices.DeleteFunc(u.cluster, func(ev *event) bool { return ok[ev.d.num] })
+		// An event that went is no longer in its day's index.
+		u.cluster = slices.DeleteFunc(u.cluster, func(ev *event) bool { return ok[ev.d.num] && ev.d.ids[ev.ID] != ev })
 		if len(u.cluster) == 0 {
 			u.cluster = nil
 		}
@@ -342,8 +365,8 @@ func (e *Engine) ThawPlan(b *records.Batch) []int32 {
 			add(dn)
 		}
 		for _, o := range [...]int32{dn - 1, dn + 1} {
-			if c := e.cold[o]; c != nil && c.ids.has(id) {
-				add(o)
+			if c := e.cold[o]; c != nil && (c.ids.has(id) || e.days[o] != nil && e.days[o].ids[id] != nil) {
+				add(o) // a resend of one of its events, cold or a resident
 			}
 		}
 		for d := e.DayOf(t - timeout); d <= e.DayOf(t+timeout); d++ {
@@ -440,12 +463,61 @@ func (e *Engine) Thaw(days []int32) *Thawing {
 		t.before[id] = true
 	}
 	for _, d := range days {
-		if c := e.cold[d]; c != nil {
-			t.cold[d] = c
-			delete(e.cold, d)
+		c := e.cold[d]
+		if c == nil {
+			continue
 		}
+		// A day with residents (Freeze): their rows are stored as they
+		// are now unless the day waits to be written, and the visits of
+		// theirs starting on it count in its sums as they are now.
+		cc := *c
+		if dd := e.days[d]; dd != nil && !dd.dirty {
+			for _, ev := range dd.events {
+				if !ev.out {
+					continue
+				}
+				var r storedRow
+				if v := e.visitOf(ev); v != nil {
+					r = storedRow{visit: v.id, channel: v.touch.Channel}
+				}
+				t.stored[ev] = r
+			}
+		}
+		for v := range e.visitsByDay[d] {
+			r := e.visitRow(v)
+			cc.visits++
+			cc.sum += r.hash()
+		}
+		t.cold[d] = &cc
+		delete(e.cold, d)
 	}
 	return t
+}
+
+// ThawForFlush returns the cold days that must be thawed before the next
+// Flush (sorted): days holding residents (Freeze) whose partition the
+// Flush would write whole, which needs every row of the day in memory
+// (a resident's row changed, or a failed commit is written again).
+func (e *Engine) ThawForFlush() []int32 {
+	e.compute()
+	var want map[int32]bool
+	add := func(d int32) {
+		if want == nil {
+			want = map[int32]bool{}
+		}
+		want[d] = true
+	}
+	for d := range e.dirtyEventDays {
+		if dd := e.days[d]; dd != nil && dd.rewrite && e.cold[d] != nil {
+			add(d)
+		}
+	}
+	for d := range e.wholeVisitDays {
+		if e.cold[d] != nil {
+			add(d)
+		}
+	}
+	return e.closure(want)
 }
 
 // Add links a stored event back (its strings are copied).

@@ -1,0 +1,74 @@
+package facts
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// TestResidentsAreReadBackBeforeAWholeWrite: a visit across midnight
+// keeps its events of the day before in memory when that day goes cold
+// (a resident); a Flush that would write that day's partitions whole (a
+// failed commit given back with Restore) must have the day read back
+// first (ThawForFlush), else it would write only the residents' rows.
+func TestResidentsAreReadBackBeforeAWholeWrite(t *testing.T) {
+	loc := time.UTC
+	cl, err := channels.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Project: "0195f3b4-0000-7000-8000-000000000001", Location: loc, ReportingCurrency: "EUR",
+		Classifier: cl, VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
+	var n byte
+	ev := func(anon string, at time.Time) records.Event {
+		n++
+		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
+			Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
+	}
+	batch := func(received time.Time, evs ...records.Event) *records.Batch {
+		n++
+		return &records.Batch{Project: e.cfg.Project, Mode: records.ModeFull, SourceKind: records.SourceWebsite, ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
+	}
+	// Day 0: a visit in the morning (goes cold) and one from 23:50 to
+	// 00:10 (a resident); day 1: a visit in the afternoon, still open.
+	e.AddBatch(batch(day.Add(10*time.Hour), ev("a", day.Add(9*time.Hour)), ev("a", day.Add(9*time.Hour+5*time.Minute))))
+	e.AddBatch(batch(day.Add(24*time.Hour+10*time.Minute), ev("b", day.Add(23*time.Hour+50*time.Minute)), ev("b", day.Add(24*time.Hour+10*time.Minute))))
+	e.AddBatch(batch(day.Add(40*time.Hour), ev("c", day.Add(40*time.Hour))))
+	ch := e.Flush()
+	d0 := e.DayOf(day.UnixMilli())
+	e.Freeze(day.Add(39*time.Hour).UnixMilli(), 0)
+	if got := e.ResidentDays(); got != 1 || e.days[d0] == nil || len(e.days[d0].events) != 1 {
+		t.Fatalf("after the freeze: %d days with residents, day 0 in memory: %v; want day 0 with the one event of the visit across midnight", got, e.days[d0] != nil)
+	}
+	if days := e.ThawForFlush(); len(days) != 0 {
+		t.Fatalf("nothing to write whole, yet ThawForFlush names %v", days)
+	}
+	e.Restore(ch) // the commit of ch failed: its partitions are written whole next
+	days := e.ThawForFlush()
+	if !slices.Contains(days, d0) {
+		t.Fatalf("ThawForFlush = %v; want day 0 (%d), whose partitions are written whole next", days, d0)
+	}
+	// Read back as the processor does, from the rows ch would have stored.
+	th := e.Thaw(days)
+	for _, r := range ch.EventDays[d0] {
+		th.Add(ThawedEvent{Event: r.Event(), Visit: r.Visit, Channel: r.Channel})
+	}
+	th.Finish()
+	if e.ResidentDays() != 0 || len(e.days[d0].events) != 3 {
+		t.Fatalf("after reading day 0 back it holds %d events; want all 3", len(e.days[d0].events))
+	}
+	again := e.Flush()
+	if got, want := len(again.EventDays[d0]), len(ch.EventDays[d0]); got != want || again.EventAppend[d0] {
+		t.Fatalf("day 0 written with %d rows (append %v); want it whole with %d", got, again.EventAppend[d0], want)
+	}
+	if got, want := len(again.VisitDays[d0]), len(ch.VisitDays[d0]); got != want || !again.WholeVisitDays[d0] {
+		t.Fatalf("day 0's visits written with %d rows (whole %v); want them whole with %d", got, again.WholeVisitDays[d0], want)
+	}
+}

@@ -1,0 +1,194 @@
+package processor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mfhq/mf/storage/records"
+)
+
+// midnightCase is testdata/cold/midnight.json: the shape of the traffic
+// TestColdDaysWithResidents generates.
+type midnightCase struct {
+	Seed                uint64 `json:"seed"`
+	Days                int    `json:"days"`
+	Browsers            int    `json:"browsers"`
+	VisitsPerDay        int    `json:"visitsPerDay"`
+	CrossingPerMidnight int    `json:"crossingPerMidnight"`
+	SessionPercent      int    `json:"sessionPercent"`
+	SignInPercent       int    `json:"signInPercent"`
+	LatePercent         int    `json:"latePercent"`
+	ResendPercent       int    `json:"resendPercent"`
+	StepHours           int    `json:"stepHours"`
+	HotWindowMinutes    int    `json:"hotWindowMinutes"`
+}
+
+// midnightTraffic makes the case's batches, in the order received: one
+// batch per visit (a visit across midnight is sent as two, one per day),
+// some received a day or two late, some sent again later under another
+// batch id. tmpl gives the project, source and edge.
+func midnightTraffic(t *testing.T, mc midnightCase, tmpl *records.Batch, loc *time.Location) []*records.Batch {
+	t.Helper()
+	r := rand.New(rand.NewPCG(mc.Seed, 1))
+	first := time.UnixMilli(tmpl.Events[0].Time).In(loc)
+	day0 := time.Date(first.Year(), first.Month(), first.Day(), 0, 0, 0, 0, loc)
+	var seq uint32
+	id := func(kind byte) records.UUID {
+		seq++
+		return records.UUID{kind, 0xc0, byte(seq >> 24), byte(seq >> 16), byte(seq >> 8), byte(seq), 0x40, 0, 0x80}
+	}
+	paths := []string{"/", "/pricing", "/docs", "/blog/a", "/blog/b", "/cart", "/checkout"}
+	var out []*records.Batch
+	send := func(evs []records.Event, received int64) {
+		if len(evs) == 0 {
+			return
+		}
+		b := *tmpl
+		b.ID = id(0xb0)
+		b.Events = evs
+		b.ReceivedAt = received
+		b.Receipt.Batch, b.Receipt.Accepted = b.ID.String(), len(evs)
+		out = append(out, &b)
+		if r.IntN(100) < mc.ResendPercent {
+			again := b
+			again.ID = id(0xb1)
+			again.Receipt.Batch = again.ID.String()
+			again.Events = slices.Clone(evs)
+			again.ReceivedAt = received + int64(1+r.IntN(30))*3_600_000
+			out = append(out, &again)
+		}
+	}
+	visit := func(browser int, start time.Time, n int) {
+		anon := fmt.Sprintf("mid-b%d", browser)
+		user := ""
+		if r.IntN(100) < mc.SignInPercent {
+			user = fmt.Sprintf("mid-u%d", browser%(mc.Browsers/2+1))
+		}
+		var session records.UUID
+		if r.IntN(100) < mc.SessionPercent {
+			session = id(0x5e)
+		}
+		late := int64(0)
+		if r.IntN(100) < mc.LatePercent {
+			late = int64(20+r.IntN(30)) * 3_600_000
+		}
+		at := start
+		var part []records.Event
+		for i := range n {
+			ev := records.Event{ID: id(0xe0), Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon, SessionID: session,
+				Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: paths[r.IntN(len(paths))]}}}
+			if i == 0 {
+				ev.Page.Referrer = records.URL{Scheme: "https", Host: []string{"duckduckgo.com", "news.example", "mail.example"}[r.IntN(3)], Path: "/"}
+			}
+			if user != "" && i >= n/2 {
+				ev.UserID = user
+			}
+			next := at.Add(time.Duration(1+r.IntN(9)) * time.Minute)
+			part = append(part, ev)
+			if y1, m1, d1 := at.Date(); i == n-1 || func() bool { y2, m2, d2 := next.Date(); return y1 != y2 || m1 != m2 || d1 != d2 }() {
+				send(part, part[len(part)-1].Time+1000+late)
+				part = nil
+			}
+			at = next.In(loc)
+		}
+	}
+	for d := range mc.Days {
+		day := day0.AddDate(0, 0, d)
+		for b := range mc.Browsers {
+			for range mc.VisitsPerDay {
+				visit(b, day.Add(time.Duration(r.IntN(22*60))*time.Minute), 1+r.IntN(5))
+			}
+		}
+		if d < mc.Days-1 {
+			for k := range mc.CrossingPerMidnight {
+				visit(k%mc.Browsers, day.AddDate(0, 0, 1).Add(-time.Duration(10+r.IntN(30))*time.Minute), 6+r.IntN(6))
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *records.Batch) int { return int(a.ReceivedAt - b.ReceivedAt) })
+	return out
+}
+
+// TestColdDaysWithResidents delivers traffic whose visits cross every
+// midnight in steps, each committed before the next, with a short hot
+// window: days go cold while visits of theirs still reach a day in memory
+// (their events stay, as residents), and late batches and resends land on
+// such days later. A restart halfway starts from the tables. The tables
+// must be those of a processor that keeps every day in memory.
+func TestColdDaysWithResidents(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "cold", "midnight.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc midnightCase
+	if err := json.Unmarshal(data, &mc); err != nil {
+		t.Fatalf("testdata/cold/midnight.json: %v", err)
+	}
+	if os.Getenv("MF_COLD_SEED") != "" {
+		mc.Seed = coldSeed()
+	}
+	c, _ := exactlyOnceInput(t)
+	loc, err := time.LoadLocation(c.project.Timezone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := midnightTraffic(t, mc, c.batches[0], loc)
+	wide := func(cfg *Config) { cfg.LateWindow = 400 * 24 * time.Hour }
+
+	kept := newEnv(t, "")
+	kept.provision(c)
+	seqs := kept.publish(all...)
+	r := kept.start(func(cfg *Config) { wide(cfg); cfg.HotWindow = cfg.LateWindow }, nil)
+	kept.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	if st := r.p.Stats(); st.ResidentDays != 0 || st.ThawedDays != 0 {
+		t.Fatalf("a processor keeping every day left %d days with residents and read back %d", st.ResidentDays, st.ThawedDays)
+	}
+	r.stop(t)
+
+	cold := func(cfg *Config) {
+		wide(cfg)
+		cfg.HotWindow = time.Duration(mc.HotWindowMinutes) * time.Minute
+	}
+	stepped := newEnv(t, "")
+	stepped.provision(c)
+	var steps [][]*records.Batch
+	step := int64(mc.StepHours) * 3_600_000
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].ReceivedAt < all[i].ReceivedAt+step {
+			j++
+		}
+		steps = append(steps, all[i:j])
+		i = j
+	}
+	deliver := func(steps [][]*records.Batch) {
+		for _, bs := range steps {
+			seqs := stepped.publish(bs...)
+			stepped.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+		}
+	}
+	var total Stats
+	half := len(steps) / 2
+	for _, part := range [][][]*records.Batch{steps[:half], steps[half:]} {
+		r = stepped.start(cold, nil)
+		deliver(part)
+		r.stop(t)
+		st := r.p.Stats()
+		total.ResidentDays += st.ResidentDays
+		total.ThawedDays += st.ThawedDays
+	}
+	if total.ResidentDays == 0 || total.ThawedDays == 0 {
+		t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
+	}
+	t.Logf("%d batches in %d steps: %d days left with residents, %d read back", len(all), len(steps), total.ResidentDays, total.ThawedDays)
+	if got, want := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)),
+		kept.segmentIDs(c.project.ID, kept.tableDump(c.project.ID)); got != want {
+		t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))
+	}
+}
