@@ -53,6 +53,7 @@ type throughput struct {
 	Answers      int // tries answered (any status)
 	Non202       int // tries not answered 202 (failed requests included)
 	P50, P99     time.Duration
+	Max          time.Duration // the longest try
 }
 
 // killFigures is what the kill arm measured.
@@ -173,7 +174,7 @@ func summarize(replicas int, answers []loadAnswer) throughput {
 	f.EventsPerSec = float64(events) / last.Sub(first).Seconds()
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		f.P50, f.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+		f.P50, f.P99, f.Max = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)], lat[len(lat)-1]
 	}
 	return f
 }
@@ -367,9 +368,9 @@ func runClusterLoad(t testing.TB, cfg clusterLoadConfig) (one, three throughput,
 	}
 	fmt.Fprintf(&b, "  ratio 3/1 replicas: events/s %.2f, p99 %.2f\n", three.EventsPerSec/one.EventsPerSec, float64(three.P99)/float64(one.P99))
 	fmt.Fprintf(&b, "  node %s (leader of the batches stream) SIGKILLed under load (3 replicas, %d-event batches, %d connections, mf process and mf api beside): "+
-		"first 202 of a try sent after the kill %v after it (first 202 received: %v), %d tries not 202 meanwhile; %.0f events/s, p99 %v over the arm; "+
+		"first 202 of a try sent after the kill %v after it (first 202 received: %v), %d tries not 202 meanwhile, the longest try %v; %.0f events/s, p99 %v over the arm; "+
 		"%d batches accepted, %d counted by the reporting API\n",
-		kill.Node, cfg.KillEvents, cfg.KillConns, kill.ToNext202.Round(time.Millisecond), kill.FirstAfter.Round(100*time.Microsecond), kill.NonAfter,
+		kill.Node, cfg.KillEvents, cfg.KillConns, kill.ToNext202.Round(time.Millisecond), kill.FirstAfter.Round(100*time.Microsecond), kill.NonAfter, kill.Max.Round(time.Millisecond),
 		kill.EventsPerSec, kill.P99.Round(100*time.Microsecond), kill.Accepted, kill.Counted)
 	fmt.Print(b.String())
 	return one, three, kill
