@@ -255,6 +255,9 @@ func securityHeaders(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// storeRetryAfter is the Retry-After (seconds) of a 503 store_unavailable.
+const storeRetryAfter = 5
+
 func (r *Reporting) onError(c *fiber.Ctx, err error) error {
 	var ae *APIError
 	if errors.As(err, &ae) {
@@ -263,6 +266,14 @@ func (r *Reporting) onError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		return sendError(c, refuse(fe.Code, "http_"+strconv.Itoa(fe.Code), "", fe.Message))
+	}
+	if errors.Is(err, storage.ErrUnavailable) {
+		// The store is down or failing: not the request's fault nor a
+		// bug; the client may try again (RATIONALE, issue 16).
+		r.logger.Warn("reporting: the object store is unavailable", "method", c.Method(), "route", c.Route().Path, "err", err)
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(storeRetryAfter))
+		return sendError(c, refuse(fiber.StatusServiceUnavailable, "store_unavailable", "",
+			"the data store cannot be reached; try again later"))
 	}
 	r.logger.Error("reporting: request failed", "method", c.Method(), "route", c.Route().Path, "err", err)
 	return sendError(c, refuse(fiber.StatusInternalServerError, "internal_error", "", "the request could not be answered; try again later"))

@@ -32,6 +32,12 @@ var (
 	ErrInvalidPrecondition = errors.New("invalid precondition")
 	// ErrClosed: the bucket has been closed.
 	ErrClosed = errors.New("bucket closed")
+	// ErrUnavailable: the store could not be reached (connection refused
+	// or cut, a network timeout) or answered with a server error (5xx
+	// other than a full drive): nothing is wrong with the request, and it
+	// may succeed once the store is back. The backend's own error is
+	// wrapped too.
+	ErrUnavailable = errors.New("object store unavailable")
 )
 
 // Attributes describe one version of an object.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -375,7 +376,16 @@ func s3Error(err error, cond *Precondition) error {
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.Code == "" && resp.StatusCode == 0:
-		return err // not an S3 error response (network, context, ...)
+		// Not an S3 error response: the network, or the caller's context.
+		if unreachable(err) {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	case slices.Contains([]int{http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout}, resp.StatusCode):
+		// The server failed (MinIO starting or without quorum of its
+		// drives, a gateway in front of it): not the request's fault.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case resp.StatusCode == http.StatusPreconditionFailed || resp.Code == minio.PreconditionFailed:
 		return fmt.Errorf("%w: %s", ErrPreconditionFailed, resp.Message)
 	case resp.StatusCode == http.StatusConflict && cond != nil && resp.Code == "ConditionalRequestConflict":
@@ -393,6 +403,17 @@ func s3Error(err error, cond *Precondition) error {
 		return fmt.Errorf("%w: %s", ErrKeyConflict, resp.Message)
 	}
 	return err
+}
+
+// unreachable reports whether err says the store could not be reached:
+// a network error (minio-go wraps them in *url.Error), but not the
+// caller's canceling.
+func unreachable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func s3Attributes(info minio.ObjectInfo) Attributes {

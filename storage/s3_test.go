@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,6 +119,45 @@ func TestS3StreamsAroundPartSize(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) || attrs.ETag != etag {
 			t.Fatalf("a %d-byte stream came back as %d bytes (equal: %v), ETag %q (put returned %q), %v",
 				size, len(got), bytes.Equal(got, data), attrs.ETag, etag, err)
+		}
+	}
+}
+
+// TestS3Unavailable: while the store is down (its port refuses
+// connections), reads, writes and lists fail with ErrUnavailable; a full
+// drive and a missing object are other errors; once it is back the same
+// calls succeed.
+func TestS3Unavailable(t *testing.T) {
+	store := storagetest.FaultyStoreProxy(t, storagetest.StartMinIO(t))
+	b := openS3(t, store.URL)
+	ctx := t.Context()
+	if _, err := b.Put(ctx, "a/one", strings.NewReader("1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Attributes(ctx, "a/missing"); !errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("a missing object: %v, want ErrNotFound only", err)
+	}
+	store.SetFull(true)
+	if _, err := b.Put(ctx, "a/two", strings.NewReader("2")); err == nil || errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("a put on full drives: %v, want a refusal that is not ErrUnavailable", err)
+	}
+	store.SetFull(false)
+
+	store.Down()
+	calls := map[string]func() error{
+		"Attributes": func() error { _, err := b.Attributes(ctx, "a/one"); return err },
+		"Put":        func() error { _, err := b.Put(ctx, "a/two", strings.NewReader("2")); return err },
+		"List":       func() error { return b.List(ctx, "a/", func(storage.ObjectInfo) error { return nil }) },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s while the store is down: %v, want ErrUnavailable", name, err)
+		}
+	}
+	store.Up()
+	for name, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("%s once the store is back: %v", name, err)
 		}
 	}
 }

@@ -20,7 +20,7 @@ const storeOutage = time.Minute
 // goes down for a minute (its port refuses connections, those open are
 // cut), under a steady load of batches each resent until accepted.
 // Throughout the outage ingest answers every batch 202, the reporting API
-// answers (with an error document while it cannot read) and every
+// answers (503 store_unavailable while it cannot read) and every
 // /healthz answers (the API's and the processor's naming the store), and
 // no process exits; the processor's commits fail and are
 // retried. Once the store is back the processor catches up and the
@@ -96,11 +96,11 @@ func TestStoreDownForAMinute(t *testing.T) {
 		if code, _, body := do(t, "GET", ing.ingest+"/healthz", nil); code != 200 {
 			t.Fatalf("ingest /healthz %d %s while only the store is down", code, body)
 		}
-		// The reporting API answers: from what it read, or with an error
-		// document (today 500 internal_error, "try again later").
-		code, _, body, err := tryDoWithin(30*time.Second, "GET", rep.api+"/api/v1/projects/"+demoProject+"/overview?period=24h", nil,
+		// The reporting API answers: from what it read, or 503
+		// store_unavailable with a Retry-After (never a 500).
+		code, hdr, body, err := tryDoWithin(30*time.Second, "GET", rep.api+"/api/v1/projects/"+demoProject+"/overview?period=24h", nil,
 			"Authorization", "Bearer "+demoPAT)
-		if err != nil || code != 200 && !(code >= 500 && strings.Contains(string(body), `"errors"`)) {
+		if err != nil || code != 200 && !(code == 503 && strings.Contains(string(body), `"code":"store_unavailable"`) && hdr.Get("Retry-After") != "") {
 			t.Fatalf("overview while the store is down: %d %s %v", code, body, err)
 		}
 		for name, p := range roles {

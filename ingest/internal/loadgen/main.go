@@ -5,21 +5,22 @@
 // server's peak RSS. In the same run it measures a floor: the same bodies
 // only decoded and published to an embedded log in this process, without
 // HTTP, and prints the ratio of the two.
+//
+// With -target it starts nothing and loads an mf ingest already running
+// there instead (bench:cluster drives it so against a NATS cluster); with
+// -answers it also prints a line per try (see printAnswer), for a caller
+// that measures around events of its own, such as a node's death.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,51 +32,35 @@ import (
 	"github.com/mfhq/mf/storage/eventlog"
 )
 
+// config is the flags.
+type config struct {
+	MF, Provision, Key string
+	Target             string
+	Duration           time.Duration
+	Conns, Events      int
+	Shape              string
+	Floor              bool
+	Retry, Answers     bool
+}
+
 func main() {
-	mf := flag.String("mf", "bin/mf", "path of the mf binary")
-	provision := flag.String("provision", "docs/demo-provision.json", "provisioning file with the server key")
-	key := flag.String("key", "mf_demosrv1_Server-Secret_1", "secret key of a server source in the provisioning file")
-	duration := flag.Duration("duration", 20*time.Second, "how long to send")
-	conns := flag.Int("conns", 8, "concurrent connections")
-	events := flag.Int("events", 1000, "events per batch")
-	floor := flag.Bool("floor", true, "also measure the floor (decode and publish, no HTTP)")
+	var c config
+	flag.StringVar(&c.MF, "mf", "bin/mf", "path of the mf binary")
+	flag.StringVar(&c.Provision, "provision", "docs/demo-provision.json", "provisioning file with the server key")
+	flag.StringVar(&c.Key, "key", "mf_demosrv1_Server-Secret_1", "secret key of a server source in the provisioning file")
+	flag.StringVar(&c.Target, "target", "", "base URL of a running mf ingest to load instead of starting mf serve (no floor then)")
+	flag.DurationVar(&c.Duration, "duration", 20*time.Second, "how long to send")
+	flag.IntVar(&c.Conns, "conns", 8, "concurrent connections")
+	flag.IntVar(&c.Events, "events", 1000, "events per batch")
+	flag.StringVar(&c.Shape, "shape", shapeMix, "batches: mix (a server SDK's mix of events) or people (page views of one browser a batch, named by the batch id)")
+	flag.BoolVar(&c.Floor, "floor", true, "also measure the floor (decode and publish, no HTTP)")
+	flag.BoolVar(&c.Retry, "retry", false, "resend a batch not answered 202, with its id, until it is")
+	flag.BoolVar(&c.Answers, "answers", false, "print a line per try: answer SENT_UNIX_NS DONE_UNIX_NS STATUS ACCEPTED_EVENTS")
 	flag.Parse()
-	if err := run(*mf, *provision, *key, *duration, *conns, *events, *floor); err != nil {
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
-}
-
-// body builds a batch of n events of a server SDK's mix (page views,
-// custom events with properties, identifies), about 300 bytes each, with
-// the batch id as 36 'x' to be replaced per request.
-func body(n int, now time.Time) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"v":1,"batch":"%s","mode":"full","sentAt":%d,"context":{"sdk":"mf-go/1.0.0"},"events":[`, strings.Repeat("x", 36), now.UnixMilli())
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		t := now.Add(-time.Duration(n-i) * time.Millisecond).UnixMilli()
-		switch i % 4 {
-		case 0:
-			fmt.Fprintf(&b, `{"name":"$pageview","time":%d,"anonymousId":"anon-%06d","userId":"user-%05d","page":{"url":"https://shop.example/products/item-%d?utm_source=newsletter&utm_medium=email","title":"Item %d","referrer":"https://www.search.example/search?q=item"}}`, t, i*7919%100000, i%5000, i%300, i%300)
-		case 1, 2:
-			fmt.Fprintf(&b, `{"name":"add_to_cart","time":%d,"anonymousId":"anon-%06d","userId":"user-%05d","properties":{"sku":"SKU-%05d","price":%d.99,"quantity":%d,"category":"shoes/running","tags":["sale","new","spring-collection"],"in_stock":true,"warehouse":"berlin-tempelhof-2","list":"search results page 2"}}`, t, i*7919%100000, i%5000, i, i%200, i%3+1)
-		default:
-			fmt.Fprintf(&b, `{"name":"order_completed","time":%d,"userId":"user-%05d","properties":{"order":"o-%07d","revenue":%d.50,"currency":"EUR","items":%d,"coupon":null}}`, t, i%5000, i, i%500, i%5+1)
-		}
-	}
-	b.WriteString("]}")
-	return b.Bytes()
-}
-
-// stamp writes a fresh batch id (a v4-shaped UUID from a counter) into the
-// placeholder of a body copy.
-func stamp(dst, tmpl []byte, at int, worker, seq uint64) []byte {
-	dst = append(dst[:0], tmpl...)
-	copy(dst[at:], fmt.Sprintf("%08x-%04x-4000-8000-%012x", worker, seq>>48&0xffff, seq&0xffffffffffff))
-	return dst
 }
 
 // rssKB is the server's resident memory in KB (0 when it cannot be read).
@@ -84,14 +69,25 @@ func rssKB(mf *mfserve.Server) int64 {
 	return n / 1024
 }
 
-func run(mfPath, provision, key string, duration time.Duration, conns, events int, floor bool) error {
+func run(c config) error {
+	if c.Conns < 1 || c.Events < 1 || c.Events > 1000 || c.Duration <= 0 {
+		return errors.New("-conns must be at least 1, -events 1 to 1000 and -duration positive")
+	}
+	b, err := body(c.Shape, c.Events, time.Now())
+	if err != nil {
+		return err
+	}
+	tmpl := newTemplate(b)
+	if c.Target != "" {
+		return runTarget(c, tmpl)
+	}
 	data, err := os.MkdirTemp("", "mf-loadgen-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(data)
 	mcfg := mfserve.DefaultConfig()
-	mcfg.Binary, mcfg.Data, mcfg.Provision = mfPath, filepath.Join(data, "mf"), provision
+	mcfg.Binary, mcfg.Data, mcfg.Provision = c.MF, filepath.Join(data, "mf"), c.Provision
 	mcfg.Args = []string{"--rate-limit-scale", "100000", "--log-level", "warn"}
 	mcfg.Stderr = os.Stderr
 	mf, err := mfserve.Start(context.Background(), mcfg)
@@ -99,21 +95,11 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 		return err
 	}
 	defer mf.Kill()
-	base := mf.Ingest
 	idleRSS := rssKB(mf)
-
-	tmpl := body(events, time.Now())
-	at := bytes.Index(tmpl, []byte(strings.Repeat("x", 36)))
 	fmt.Printf("mf intake load: %d connections, %d-event batches of %d bytes, %s, server idle RSS %d MB\n",
-		conns, events, len(tmpl), duration, idleRSS/1024)
+		c.Conns, c.Events, len(tmpl.body), c.Duration, idleRSS/1024)
 
-	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	var accepted, failed atomic.Int64
 	var maxRSS atomic.Int64
-	lat := make([][]time.Duration, conns)
-	stop := time.Now().Add(duration)
-	var wg sync.WaitGroup
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(200 * time.Millisecond)
@@ -129,57 +115,19 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 			}
 		}
 	}()
+	var sum summary
 	start := time.Now()
-	for w := 0; w < conns; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			buf := make([]byte, 0, len(tmpl))
-			for seq := uint64(0); time.Now().Before(stop); seq++ {
-				buf = stamp(buf, tmpl, at, uint64(w), seq)
-				req, _ := http.NewRequest("POST", base+"/v1/batch", bytes.NewReader(buf))
-				req.Header.Set("Authorization", "Bearer "+key)
-				req.Header.Set("Content-Type", "application/json")
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				out, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				lat[w] = append(lat[w], time.Since(t0))
-				var r struct{ Accepted int64 }
-				if resp.StatusCode != 202 || json.Unmarshal(out, &r) != nil {
-					failed.Add(1)
-					continue
-				}
-				accepted.Add(r.Accepted)
-			}
-		}(w)
-	}
-	wg.Wait()
+	drive(load{URL: mf.Ingest, Key: c.Key, Tmpl: tmpl, Conns: c.Conns, Duration: c.Duration, Retry: c.Retry, RetryPause: 50 * time.Millisecond},
+		func(_ int, a answer) { sum.add(a) })
 	elapsed := time.Since(start)
 	close(done)
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	pct := func(p float64) time.Duration {
-		if len(all) == 0 {
-			return 0
-		}
-		return all[min(len(all)-1, int(p*float64(len(all))))]
-	}
-	rate := float64(accepted.Load()) / elapsed.Seconds()
-	fmt.Printf("through HTTP: %.0f events/s (%d batches, %d failed), latency p50 %s p99 %s, server peak RSS %d MB\n",
-		rate, len(all), failed.Load(), pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), maxRSS.Load()/1024)
-	if !floor {
+	rate := sum.print(elapsed)
+	fmt.Printf("server peak RSS %d MB\n", maxRSS.Load()/1024)
+	if !c.Floor {
 		return nil
 	}
 	mf.Kill()
-	frate, err := measureFloor(tmpl, at, duration, conns, filepath.Join(data, "floor"))
+	frate, err := measureFloor(tmpl, c.Duration, c.Conns, filepath.Join(data, "floor"))
 	if err != nil {
 		return err
 	}
@@ -187,9 +135,81 @@ func run(mfPath, provision, key string, duration time.Duration, conns, events in
 	return nil
 }
 
+// runTarget loads a running mf ingest.
+func runTarget(c config, tmpl template) error {
+	fmt.Printf("mf intake load on %s: %d connections, %d-event batches (%s) of %d bytes, %s\n",
+		c.Target, c.Conns, c.Events, c.Shape, len(tmpl.body), c.Duration)
+	var sum summary
+	var out sync.Mutex
+	start := time.Now()
+	drive(load{URL: c.Target, Key: c.Key, Tmpl: tmpl, Conns: c.Conns, Duration: c.Duration, Retry: c.Retry, RetryPause: 50 * time.Millisecond},
+		func(_ int, a answer) {
+			sum.add(a)
+			if c.Answers {
+				out.Lock()
+				printAnswer(a)
+				out.Unlock()
+			}
+		})
+	sum.print(time.Since(start))
+	return nil
+}
+
+// printAnswer prints a try as "answer SENT DONE STATUS ACCEPTED": the
+// times in Unix nanoseconds, the status 0 for a failed request, the
+// events a 202 accepted.
+func printAnswer(a answer) {
+	fmt.Printf("answer %d %d %d %d\n", a.Sent.UnixNano(), a.Done.UnixNano(), a.Status, a.Accepted)
+}
+
+// summary adds up the answers.
+type summary struct {
+	mu       sync.Mutex
+	lat      []time.Duration
+	accepted int64
+	failed   int
+	lastErr  error
+}
+
+func (s *summary) add(a answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.Status != 0 {
+		s.lat = append(s.lat, a.Done.Sub(a.Sent))
+	}
+	if a.Status == 202 {
+		s.accepted += a.Accepted
+		return
+	}
+	s.failed++
+	if a.Err != nil {
+		s.lastErr = a.Err
+	}
+}
+
+// print prints events/s and latency and returns the events/s.
+func (s *summary) print(elapsed time.Duration) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slices.Sort(s.lat)
+	pct := func(p float64) time.Duration {
+		if len(s.lat) == 0 {
+			return 0
+		}
+		return s.lat[min(len(s.lat)-1, int(p*float64(len(s.lat))))]
+	}
+	rate := float64(s.accepted) / elapsed.Seconds()
+	fmt.Printf("through HTTP: %.0f events/s (%d answers, %d failed), latency p50 %s p99 %s\n",
+		rate, len(s.lat), s.failed, pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
+	if s.lastErr != nil {
+		fmt.Printf("last failure: %v\n", s.lastErr)
+	}
+	return rate
+}
+
 // measureFloor decodes the same bodies and publishes them to an embedded
 // log in this process, as fast as conns goroutines can.
-func measureFloor(tmpl []byte, at int, duration time.Duration, conns int, dir string) (float64, error) {
+func measureFloor(tmpl template, duration time.Duration, conns int, dir string) (float64, error) {
 	ctx := context.Background()
 	cfg := eventlog.DefaultConfig()
 	cfg.Dir = dir
@@ -208,9 +228,9 @@ func measureFloor(tmpl []byte, at int, duration time.Duration, conns int, dir st
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			buf := make([]byte, 0, len(tmpl))
+			buf := make([]byte, 0, len(tmpl.body))
 			for seq := uint64(0); time.Now().Before(stop); seq++ {
-				buf = stamp(buf, tmpl, at, uint64(w), seq)
+				buf = tmpl.stamp(buf, uint64(w), seq)
 				b, p := ingest.DecodeBatch(buf, time.Now(), ingest.DecodeOptions{})
 				if p != nil {
 					ferr.Store(fmt.Errorf("floor body refused: %s", p.Detail))
