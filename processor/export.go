@@ -77,7 +77,7 @@ func Export(ctx context.Context, rd *rollups.Reader, cat CatalogSource, project,
 		doc map[string]any
 	}
 	var rows []row
-	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{}, func(b rollups.Batch) error {
+	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Uncached: true}, func(b rollups.Batch) error {
 		c, _ := newColumns(b.Record)
 		unit, _ := c.col("unit")
 		user, _ := c.col("user_id")

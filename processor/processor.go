@@ -705,7 +705,7 @@ func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, deri
 	horizon := hot
 	var n int64
 	lastPart := ""
-	var opts rollups.ScanOptions
+	opts := rollups.ScanOptions{Uncached: true} // read once into the engine: no use keeping the columns
 	if since != 0 {
 		if ts := sn.Manifest().Table(TableEvents); ts != nil {
 			for _, part := range ts.PartitionNames() {
@@ -1237,7 +1237,7 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 	}
 	th := ps.engine.Thaw(days)
 	rows := 0
-	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: names}, func(b rollups.Batch) error {
+	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: names, Uncached: true}, func(b rollups.Batch) error {
 		r, err := newEventReader(b.Record)
 		if err != nil {
 			return err

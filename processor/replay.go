@@ -278,7 +278,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 			}
 		}
 		if len(changed) > 0 {
-			err := sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: changed}, func(b rollups.Batch) error {
+			err := sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: changed, Uncached: true}, func(b rollups.Batch) error {
 				r, err := newEventReader(b.Record)
 				if err != nil {
 					return err
