@@ -293,6 +293,9 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 		ps.noteApplied(seq, 0, ps.received)
 		return nil
 	}
+	// Only a person who shares a visit or a browser with someone else
+	// needs days read back: the others' rows on days not in memory are
+	// taken out by the commit (erasedPartitions).
 	if days := ps.engine.ErasePlan(ref); len(days) > 0 {
 		if err := p.thaw(ctx, ps, days); err != nil {
 			return err
@@ -313,6 +316,21 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 	return nil
 }
 
+// erasedPartitions reads the partitions that ch.EraseRows names from the
+// project's live tables and returns them without the erased rows.
+func (p *Processor) erasedPartitions(ctx context.Context, project string, ch *facts.Changes) ([]partitionRows, error) {
+	sn, err := p.deps.Reader.Refresh(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the tables of project %q to erase rows: %w", project, err)
+	}
+	parts, err := erasedPartitions(ctx, sn, p.cfg.Tables, p.deps.Store.Allocator(), ch)
+	if err != nil {
+		return nil, fmt.Errorf("project %q: %w", project, err)
+	}
+	p.stats.erasedDaysRead.Add(int64(len(ch.EraseRows)))
+	return parts, nil
+}
+
 // finishErasures completes erasures whose commit succeeded: every
 // partition the commit changed is rewritten without the rows it replaced
 // or deleted, the files that held them are deleted, and the records are
@@ -323,6 +341,12 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 		for d := range ch.EventDays {
 			parts[TableEvents] = append(parts[TableEvents], facts.DayName(d))
 			parts[TableConversions] = append(parts[TableConversions], facts.DayName(d))
+		}
+		for d := range ch.EraseRows {
+			if _, ok := ch.EventDays[d]; !ok {
+				parts[TableEvents] = append(parts[TableEvents], facts.DayName(d))
+				parts[TableConversions] = append(parts[TableConversions], facts.DayName(d))
+			}
 		}
 		for d := range ch.VisitDays {
 			parts[TableVisits] = append(parts[TableVisits], facts.DayName(d))

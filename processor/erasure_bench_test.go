@@ -20,7 +20,8 @@ import (
 // last hours, so the person's days are read back first). It reports the
 // bytes of the live files the erasure rewrote (its commit's files merged
 // by the purge into whole partitions), the bytes its commit wrote, the
-// partitions rewritten, and the project's size for scale. Each iteration
+// partitions rewritten, the cold days read back from the events table
+// (days-read-back/op), and the project's size for scale. Each iteration
 // erases another person. Run it with:
 //
 //	go test ./processor -run '^$' -bench BenchmarkErasure -benchtime 5x
@@ -60,7 +61,7 @@ func benchErasure(b *testing.B, dir string, c *goldenCase, events int) {
 		b.Fatalf("%d signed-in people left, the benchmark needs %d", len(people), b.N)
 	}
 	deps := ErasureDeps{Bucket: e.bucket, Reader: e.reader, Log: e.log.Publisher(), Catalog: e.cat, Topic: eventlog.TopicBatches}
-	var rewritten, committed, partitions, erased int64
+	var rewritten, committed, partitions, erased, thawed int64
 	var total int64
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -72,6 +73,7 @@ func benchErasure(b *testing.B, dir string, c *goldenCase, events int) {
 		}
 		total, _ = storedBytes(before)
 		written0 := r.p.Stats().BytesWritten
+		thawed0 := r.p.Stats().ThawedDays
 		b.StartTimer()
 		rec, err := RequestErasure(ctx, deps, project, people[i].String(), time.Now())
 		if err != nil {
@@ -116,6 +118,7 @@ func benchErasure(b *testing.B, dir string, c *goldenCase, events int) {
 			}
 		}
 		committed += r.p.Stats().BytesWritten - written0
+		thawed += r.p.Stats().ThawedDays - thawed0
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -124,9 +127,10 @@ func benchErasure(b *testing.B, dir string, c *goldenCase, events int) {
 	b.ReportMetric(float64(committed)/n, "committed-B/op")
 	b.ReportMetric(float64(partitions)/n, "partitions/op")
 	b.ReportMetric(float64(erased)/n, "events-erased/op")
+	b.ReportMetric(float64(thawed)/n, "days-read-back/op")
 	b.ReportMetric(float64(total), "project-B")
-	b.Logf("%d erasures in a project of %d events (%d bytes of tables): %.0f bytes rewritten (%.2f%% of the project), %.0f committed, %.1f partitions, %.1f events erased per erasure",
-		b.N, events, total, float64(rewritten)/n, 100*float64(rewritten)/n/float64(total), float64(committed)/n, float64(partitions)/n, float64(erased)/n)
+	b.Logf("%d erasures in a project of %d events (%d bytes of tables): %.0f bytes rewritten (%.2f%% of the project), %.0f committed, %.1f partitions, %.1f events erased, %.1f days read back per erasure",
+		b.N, events, total, float64(rewritten)/n, 100*float64(rewritten)/n/float64(total), float64(committed)/n, float64(partitions)/n, float64(erased)/n, float64(thawed)/n)
 }
 
 // buildErasureBench writes the tables of events events of typical traffic

@@ -28,6 +28,18 @@ type Metrics struct {
 	// CommitBytes sums the bytes of the data files committed.
 	CommitBytes prometheus.Counter
 
+	// Retention (retention.go): runs by outcome (ok, failed), the files
+	// they deleted by kind (table: data files of the replaced
+	// generation; access: recent-access records), the bytes of those
+	// data files, and when the last run that deleted history and the
+	// last look ended (Unix seconds, 0 before the first).
+	RetentionRuns  *prometheus.CounterVec
+	RetentionFiles *prometheus.CounterVec
+	RetentionBytes prometheus.Counter
+	retentionLast  prometheus.Gauge
+	retentionLook  prometheus.Gauge
+	looks          prometheus.CounterFunc
+
 	// The gauges are read at scrape time from the running processors.
 	lagMessages, lagSeconds, leaseHeld, partsHeld, projects, parked prometheus.GaugeFunc
 	// Batches applied, skipped as committed already (redeliveries) and
@@ -69,6 +81,16 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 			Help: "Time one commit took (data files and manifest).", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10)}),
 		CommitBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mf_processor_committed_bytes_total",
 			Help: "Bytes of the data files committed."}),
+		RetentionRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mf_retention_runs_total",
+			Help: "Retention runs that rebuilt a project's tables without its history past the plan's retention, by outcome (ok, failed)."}, []string{"outcome"}),
+		RetentionFiles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mf_retention_files_deleted_total",
+			Help: "Files retention deleted, by kind (table: data files holding history past retention; access: recent-access records)."}, []string{"kind"}),
+		RetentionBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mf_retention_bytes_deleted_total",
+			Help: "Bytes of the table data files retention deleted."}),
+		retentionLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mf_retention_last_run_timestamp_seconds",
+			Help: "When the last retention run that deleted history ended (Unix time; 0 before the first)."}),
+		retentionLook: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mf_retention_last_look_timestamp_seconds",
+			Help: "When the last look at every project's retention ended (Unix time; 0 before the first)."}),
 		Timeout: 2 * time.Second,
 		now:     now,
 		procs:   map[*Processor]*procState{},
@@ -124,8 +146,12 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.thawed = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_days_read_back_total",
 		Help: "Cold days read back from the events table for late events (docs/processor.md, \"Memory\")."},
 		stat(func(s Stats) int64 { return s.ThawedDays }))
+	m.looks = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_retention_looks_total",
+		Help: "Looks at every project's retention (one per RetentionInterval, counted when over)."},
+		stat(func(s Stats) int64 { return s.RetentionLooks }))
 	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.thawed, m.Commits, m.CommitSeconds,
-		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects, m.parked} {
+		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects, m.parked,
+		m.RetentionRuns, m.RetentionFiles, m.RetentionBytes, m.retentionLast, m.retentionLook, m.looks} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -133,7 +159,40 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	for _, o := range []string{"ok", "failed", "moved"} {
 		m.Commits.WithLabelValues(o)
 	}
+	for _, o := range []string{"ok", "failed"} {
+		m.RetentionRuns.WithLabelValues(o)
+	}
+	for _, k := range []string{"table", "access"} {
+		m.RetentionFiles.WithLabelValues(k)
+	}
 	return m, nil
+}
+
+// retentionRun records a retention run of a project: whether it
+// deleted the history past retention, and the data files (and their
+// bytes) it deleted.
+func (m *Metrics) retentionRun(ok bool, files int, bytes int64) {
+	if m == nil {
+		return
+	}
+	if !ok {
+		m.RetentionRuns.WithLabelValues("failed").Inc()
+		return
+	}
+	m.RetentionRuns.WithLabelValues("ok").Inc()
+	m.RetentionFiles.WithLabelValues("table").Add(float64(files))
+	m.RetentionBytes.Add(float64(bytes))
+	m.retentionLast.Set(float64(m.now().UnixMilli()) / 1000)
+}
+
+// retentionLooked records the end of a look at retention and the
+// recent-access records it deleted.
+func (m *Metrics) retentionLooked(access int) {
+	if m == nil {
+		return
+	}
+	m.RetentionFiles.WithLabelValues("access").Add(float64(access))
+	m.retentionLook.Set(float64(m.now().UnixMilli()) / 1000)
 }
 
 // Watch makes the batch counters read g's (the partitions it runs and

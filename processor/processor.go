@@ -141,6 +141,7 @@ type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
 	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
 	residentDays                                                                 atomic.Int64
+	erasedDaysRead                                                               atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -169,6 +170,10 @@ type Stats struct {
 	// ResidentDays counts the cold days left with residents (events of
 	// visits that reach a day still in memory) after each freeze.
 	ResidentDays int64
+	// ErasedDaysRead counts the days whose events and conversions
+	// partitions an erasure read to rewrite them without the person's rows
+	// (days not in memory; erasure_rows.go).
+	ErasedDaysRead int64
 	// Retentions counts the projects whose history past their retention
 	// was deleted (retention.go), one per run and project.
 	// RetentionLooks counts the looks at every project's retention (one
@@ -290,6 +295,7 @@ func (p *Processor) Stats() Stats {
 		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
 		ThawedDays: p.stats.thawedDays.Load(), Retentions: p.stats.retentions.Load(),
 		RetentionLooks: p.stats.retentionLooks.Load(), ResidentDays: p.stats.residentDays.Load(),
+		ErasedDaysRead: p.stats.erasedDaysRead.Load(),
 	}
 }
 
@@ -848,6 +854,20 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 		// The rows of ch are shared with the engine but never modified by
 		// it: they can be encoded while the engine goes on.
 		parts := recordsOf(p.deps.Store.Allocator(), ch, segs, reporting, cp.Rev)
+		if len(ch.EraseRows) > 0 {
+			// An erasure's rows on days not in memory: their partitions
+			// are rewritten from the stored rows without them.
+			ep, err := p.erasedPartitions(ctx, ps.id, ch)
+			if err != nil {
+				select {
+				case p.results <- commitResult{ps: ps, ch: ch, cp: cp, err: err, builtAt: now, took: time.Since(started),
+					flushTook: flushTook, backlog: backlog, events: events, erasures: erasures}:
+				case <-p.stopped:
+				}
+				return
+			}
+			parts = append(parts, ep...)
+		}
 		// From here the rows live in parts only, each dropped once its
 		// record is built (commit): ch keeps the partitions' keys, which
 		// Restore needs, and the identity and member rows the Segments
@@ -913,6 +933,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		ps.uncommitted = ps.nextFirst
 		p.cfg.Metrics.observe(p)
 		ps.failures = 0
+		ps.engine.Stored(r.ch)
 		if ps.received > 0 {
 			ps.engine.Freeze(ps.received-p.cfg.HotWindow.Milliseconds(), ps.received-p.cfg.LateWindow.Milliseconds())
 			p.stats.residentDays.Add(int64(ps.engine.ResidentDays()))

@@ -101,11 +101,16 @@ func (p *Processor) retain(ctx context.Context) {
 	go func() {
 		defer p.inflight.Done()
 		defer p.retaining.Store(false)
-		defer p.stats.retentionLooks.Add(1)
+		access := 0
+		defer func() {
+			p.cfg.Metrics.retentionLooked(access)
+			p.stats.retentionLooks.Add(1)
+		}()
 		if p.part == 0 {
 			// Access records are per user, not per project: the first
 			// partition's processor keeps them.
 			n, err := retainAccess(ctx, p.deps.Bucket, st, p.deps.Clock(), p.cfg.RetentionGrace)
+			access = n
 			if err != nil {
 				p.logger.Warn("retention: cannot delete access records past their retention; trying again later", "err", err)
 			} else if n > 0 {
@@ -150,21 +155,52 @@ func (p *Processor) retainProject(ctx context.Context, id string) bool {
 	rs, err := Replay(ctx, p.cfg, ReplayDeps{Store: p.deps.Store, Reader: p.deps.Reader, Catalog: p.deps.Catalog,
 		Logger: p.logger, Bucket: p.deps.Bucket}, ReplayOptions{Project: id, Since: facts.DayName(cut)})
 	if err != nil {
+		p.cfg.Metrics.retentionRun(false, 0, 0)
 		p.logger.Warn("retention: cannot rebuild a project's tables without the history past its retention; trying again later",
 			"project", id, "cut", facts.DayName(cut), "err", err)
 		return false
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 	defer cancel()
+	files, bytes := 0, int64(0)
+	if now, err := p.deps.Store.Load(cctx, rollups.Live(id)); err == nil {
+		files, bytes = replacedFiles(m, now)
+	}
 	cs, err := p.deps.Store.CollectPurge(cctx, id, p.leaseAt)
 	if err != nil {
 		// The next run (or the next collection) deletes them.
 		p.logger.Warn("retention: cannot delete the replaced files; trying again later", "project", id, "err", err)
 	}
 	p.stats.retentions.Add(1)
+	p.cfg.Metrics.retentionRun(true, files, bytes)
 	p.logger.Info("retention: deleted the history past a project's retention", "project", id, "cut", facts.DayName(cut),
-		"events_kept", rs.Events, "files_deleted", cs.Retired+cs.Orphans, "took", time.Since(start).Round(time.Millisecond))
+		"events_kept", rs.Events, "files_deleted", cs.Retired+cs.Orphans, "bytes_replaced", bytes, "took", time.Since(start).Round(time.Millisecond))
 	return true
+}
+
+// replacedFiles counts the data files (and their bytes) that manifest
+// before lists and after does not: those a retention run replaced.
+func replacedFiles(before, after *rollups.Manifest) (int, int64) {
+	kept := map[string]bool{}
+	for name, ts := range after.Tables {
+		for _, fs := range ts.Partitions {
+			for _, f := range fs {
+				kept[name+"/"+f.Ref().String()] = true
+			}
+		}
+	}
+	files, bytes := 0, int64(0)
+	for name, ts := range before.Tables {
+		for _, fs := range ts.Partitions {
+			for _, f := range fs {
+				if !kept[name+"/"+f.Ref().String()] {
+					files++
+					bytes += f.Bytes
+				}
+			}
+		}
+	}
+	return files, bytes
 }
 
 // afterRetention rebuilds the state of a project whose tables a retention

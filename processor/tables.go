@@ -518,6 +518,9 @@ func newEventReader(rec arrow.Record) (*eventReader, error) {
 // event with a channel is coalesce(visit, session_id)).
 func (r *eventReader) thawed(e *facts.Engine, i int) facts.ThawedEvent {
 	t := facts.ThawedEvent{Event: r.event(e, i, true)}
+	if r.unit != nil {
+		t.Unit = uuidAt(r.unit, i)
+	}
 	if r.channel != nil && r.visit != nil {
 		if t.Channel = strAt(r.channel, i); t.Channel != "" {
 			t.Visit = cmp.Or(uuidAt(r.visit, i), t.SessionID)

@@ -5,8 +5,11 @@ package main
 import (
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mfhq/mf/processor"
 )
 
 // faultInjection: this is the fault build (go build -tags mffaults), made
@@ -46,5 +49,31 @@ func faultHook(logger *slog.Logger) func(point string) {
 		}
 		logger.Error("fault point reached", "point", point)
 		select {}
+	}
+}
+
+// faultClock applies the fault build's processor settings to cfg and
+// deps: MF_TEST_CLOCK_OFFSET (a duration such as 240h) moves the
+// processor's clock (the days retention counts from) ahead of the real
+// time by that much, MF_TEST_RETENTION_INTERVAL (a duration) is how often
+// it looks at retention. Each is logged when set.
+func faultClock(cfg *processor.Config, deps *processor.Deps, logger *slog.Logger) {
+	if v := os.Getenv("MF_TEST_CLOCK_OFFSET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			logger.Error("MF_TEST_CLOCK_OFFSET is not a duration; ignored", "value", v)
+		} else {
+			deps.Clock = func() time.Time { return time.Now().Add(d) }
+			logger.Warn("fault build: the processor's clock runs ahead", "offset", d)
+		}
+	}
+	if v := os.Getenv("MF_TEST_RETENTION_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			logger.Error("MF_TEST_RETENTION_INTERVAL is not a positive duration; ignored", "value", v)
+		} else {
+			cfg.RetentionInterval = d
+			logger.Warn("fault build: the processor looks at retention more often", "interval", d)
+		}
 	}
 }

@@ -27,7 +27,7 @@ var (
 )
 
 // faultTests are the tests that use the fault build.
-var faultTests = []string{"TestPanicInAHandlerAnswers500AndLives", "TestErasureCrash"}
+var faultTests = []string{"TestPanicInAHandlerAnswers500AndLives", "TestErasureCrash", "TestRetentionDeletes"}
 
 // startFaultBuild starts the fault build into dir when the -test.run
 // pattern selects a test of faultTests, and returns what stops it.

@@ -44,8 +44,10 @@ func startProcessor(ctx context.Context, cfg processor.Config, rm *rollups.Metri
 	if err != nil {
 		return nil, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
 	}
-	p, err := processor.NewGroup(cfg, processor.Deps{Subscriber: sub, Log: lg, Store: st, Reader: rd, Bucket: b,
-		Catalog: cat, Segments: segs, Logger: logger, Hook: faultHook(logger)})
+	deps := processor.Deps{Subscriber: sub, Log: lg, Store: st, Reader: rd, Bucket: b,
+		Catalog: cat, Segments: segs, Logger: logger, Hook: faultHook(logger)}
+	faultClock(&cfg, &deps, logger)
+	p, err := processor.NewGroup(cfg, deps)
 	if err != nil {
 		_ = sub.Close()
 		return nil, fmt.Errorf("cannot start the processor: %w", err)

@@ -239,7 +239,11 @@ func (e *Engine) Freeze(hot, final int64) {
 		}
 	}
 	// Summaries first (rows read the events), then let go.
-	var gone []*visit
+	type goneVisit struct {
+		v   *visit
+		row uint64
+	}
+	var gone []goneVisit
 	for _, n := range frozen {
 		c := e.cold[n]
 		for v := range e.visitsByDay[n] {
@@ -247,14 +251,15 @@ func (e *Engine) Freeze(hot, final int64) {
 				continue
 			}
 			r := e.visitRow(v)
+			h := r.hash()
 			c.visits++
-			c.sum += r.hash()
+			c.sum += h
 			for d := n; d <= e.DayOf(v.end); d++ {
 				if cd := e.cold[d]; cd != nil {
 					cd.lo, cd.hi = min(cd.lo, v.start), max(cd.hi, v.end)
 				}
 			}
-			gone = append(gone, v)
+			gone = append(gone, goneVisit{v, h})
 		}
 	}
 	// The events that go: those of visits that go and those of no visit.
@@ -285,8 +290,9 @@ func (e *Engine) Freeze(hot, final int64) {
 			dd.events = slices.Clip(keep)
 		}
 	}
-	for _, v := range gone {
-		e.freezeVisit(v)
+	for _, g := range gone {
+		v := g.v
+		e.freezeVisit(v, g.row)
 		n := e.DayOf(v.start)
 		if m := e.visitsByDay[n]; m != nil {
 			delete(m, v)
@@ -323,9 +329,10 @@ func (e *Engine) finalize(through int32) {
 }
 
 // freezeVisit lets go of a visit whose days go cold: each of its parts
-// keeps its touch (node.frozen).
-func (e *Engine) freezeVisit(v *visit) {
+// keeps its touch (node.frozen), with the hash of its row.
+func (e *Engine) freezeVisit(v *visit, row uint64) {
 	t := v.info()
+	t.row = row
 	for _, p := range v.parts {
 		p.partVisits.remove(v)
 		p.frozen = append(p.frozen, t)
@@ -425,10 +432,11 @@ func (e *Engine) closure(want map[int32]bool) []int32 {
 }
 
 // ThawedEvent is a row of the events table of a cold day: the event
-// (Derived: the matches it was processed with) and the visit and channel
-// its row shows (Visit zero and Channel "" for none).
+// (Derived: the matches it was processed with), its unit, and the visit
+// and channel its row shows (Visit zero and Channel "" for none).
 type ThawedEvent struct {
 	Event
+	Unit    Ref
 	Visit   Ref
 	Channel string
 }
@@ -527,6 +535,9 @@ func (t *Thawing) Add(r ThawedEvent) {
 	if t.cold[dn] == nil {
 		return // not a day being thawed
 	}
+	if e.erasedRow(dn, r.Unit) {
+		return // an erased person's, on its way out of the table
+	}
 	d := e.days[dn]
 	if d == nil {
 		d = &day{num: dn, ids: make(map[records.UUID]*event, e.dayHint)}
@@ -585,6 +596,14 @@ func (t *Thawing) Finish() {
 		if same && d.dirty {
 			d.dirty, d.rewrite = false, false
 			delete(e.dirtyEventDays, dn)
+		}
+		// A day whose erased rows were left out is written whole: the
+		// rewrite that takes them out of the table is then not needed
+		// (or, under way, made again).
+		if e.eraseRows[dn] != nil || e.erasing[dn] != nil {
+			d.rewrite = true
+			e.markEventDay(d)
+			delete(e.eraseRows, dn)
 		}
 	}
 	// Visits: those of a day whose rows sum up as stored are not written

@@ -278,6 +278,15 @@ type Engine struct {
 	dirtyIdents  map[Ref]bool
 	dirtyMembers map[Ref][]string
 	visitOut     map[Ref]int32
+	// eraseRows are the rows of erased persons to take out of days not in
+	// memory (cold or final) at the next Flush: by day, the units whose
+	// rows go (erase.go); eraseVisits the ids of their visits that start
+	// on such days, whose rows go too. erasing holds the eraseRows of the
+	// last Flush until its commit is stored (Stored) or given back
+	// (Restore): a thaw meanwhile leaves those rows out.
+	eraseRows   map[int32]map[Ref]bool
+	eraseVisits map[int32][]Ref
+	erasing     map[int32]map[Ref]bool
 	// Partitions of the keyed tables to output whole (after a failed
 	// commit, or when the segments changed) instead of their changes.
 	wholeVisitDays  map[int32]bool
@@ -340,6 +349,9 @@ func New(cfg Config) (*Engine, error) {
 		wholePeople:     map[int]bool{},
 		wholeIdentities: map[int]bool{},
 		wholeMembers:    map[int]bool{},
+		eraseRows:       map[int32]map[Ref]bool{},
+		eraseVisits:     map[int32][]Ref{},
+		erasing:         map[int32]map[Ref]bool{},
 	}
 	e.bucketsInit()
 	e.epochUnits, e.epochParts, e.epochSessions = 1, 1, 1

@@ -19,16 +19,23 @@ func (e *Engine) personNode(ref Ref) *node {
 	return personOf(n)
 }
 
-// ErasePlan returns the cold days holding activity of the person of ref
-// (sorted, with every cold day their visits touch): thaw them before
-// Erase.
+// ErasePlan returns the cold days to thaw before Erase (sorted). A person
+// whose cold visits are theirs alone (alone) needs none: Erase takes their
+// rows out of the days not in memory without reading them back. Another
+// needs every cold day holding their activity, with every cold day their
+// visits touch.
 func (e *Engine) ErasePlan(ref Ref) []int32 {
+	e.compute() // claims as the events added so far make them
 	p := e.personNode(ref)
 	if p == nil || len(e.cold) == 0 {
 		return nil
 	}
+	mem := p.members()
+	if e.alone(p, mem) {
+		return nil
+	}
 	want := map[int32]bool{}
-	for _, n := range p.members() {
+	for _, n := range mem {
 		for _, nd := range n.days {
 			if e.cold[nd.num] != nil {
 				want[nd.num] = true
@@ -43,10 +50,122 @@ func (e *Engine) ErasePlan(ref Ref) []int32 {
 	return e.closure(want)
 }
 
-// Erase takes the person of ref out (their days must be in memory:
-// ErasePlan). It returns the person's ref and how many events went;
-// ok is false when ref is no one the engine knows.
+// alone reports whether the person p (with its nodes mem) can be erased
+// from the days not in memory without reading them back: no other person
+// has an event in a visit of theirs on those days or on one of their
+// browsers (no one else signed in on a browser of theirs, they signed in
+// on no browser they do not claim, no other part touches their cold
+// visits). Every row of those days whose unit is one of mem is then
+// theirs, and every row of theirs has such a unit; their cold visits and
+// their rows go without changing anyone else's.
+func (e *Engine) alone(p *node, mem []*node) bool {
+	set := make(map[*node]bool, len(mem))
+	for _, n := range mem {
+		set[n] = true
+	}
+	for b := range p.signed {
+		if !set[b] {
+			return false
+		}
+	}
+	ids := map[Ref]bool{}
+	for _, n := range mem {
+		for u := range n.signIns {
+			if u != p {
+				return false
+			}
+		}
+		for _, t := range n.frozen {
+			ids[t.id] = true
+		}
+	}
+	if len(ids) == 0 {
+		return true
+	}
+	for _, n := range e.nodes {
+		if set[n] {
+			continue
+		}
+		for _, t := range n.frozen {
+			if ids[t.id] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// eraseOut takes the rows of the person's nodes mem out of the days not in
+// memory, cold or final (alone must hold): their events and conversions
+// (eraseRows, counted from the parts' day activity), and their cold
+// visits, whose rows' hashes leave their days' summaries. It returns how
+// many events go. Those of a cold day's residents (Freeze) are among
+// them: Erase takes them out of memory too, which has the day read back
+// before it is written (ThawForFlush), without the erased rows.
+func (e *Engine) eraseOut(mem []*node) int {
+	events := 0
+	for _, n := range mem {
+		for _, nd := range n.days {
+			if nd.pd == nil || e.cold[nd.num] == nil && e.days[nd.num] != nil {
+				continue // a day in memory: Erase takes them out
+			}
+			units := e.eraseRows[nd.num]
+			if units == nil {
+				units = make(map[Ref]bool, len(mem))
+				e.eraseRows[nd.num] = units
+			}
+			for _, m := range mem {
+				units[m.ref] = true
+			}
+			events += int(nd.pd.events)
+		}
+	}
+	seen := map[Ref]bool{}
+	for _, n := range mem {
+		for _, t := range n.frozen {
+			if seen[t.id] {
+				continue
+			}
+			seen[t.id] = true
+			d := e.DayOf(t.at)
+			if c := e.cold[d]; c != nil {
+				c.visits--
+				c.sum -= t.row
+			}
+			e.visitOut[t.id] = d
+			e.dirtyVisits[t.id] = nil
+			e.eraseVisits[d] = append(e.eraseVisits[d], t.id)
+		}
+	}
+	return events
+}
+
+// erasedRow reports whether a stored row of day dn with unit is an erased
+// person's that a commit takes out (or is taking out).
+func (e *Engine) erasedRow(dn int32, unit Ref) bool {
+	return e.eraseRows[dn][unit] || e.erasing[dn][unit]
+}
+
+// Stored tells the engine that the commit of ch succeeded: the rows of
+// erased persons it took out of days not in memory are gone from the
+// tables.
+func (e *Engine) Stored(ch *Changes) {
+	for d := range ch.EraseRows {
+		delete(e.erasing, d)
+	}
+}
+
+// Erase takes the person of ref out (the cold days ErasePlan names must
+// be in memory): from the days in memory, and, when their cold visits are
+// theirs alone, from the days not in memory (cold or final: the next
+// Flush names their rows in Changes.EraseRows). It returns the person's
+// ref and how many events went; ok is false when ref is no one the engine
+// knows.
 func (e *Engine) Erase(ref Ref) (person Ref, events int, ok bool) {
+	// The claims as the events added so far make them: a replay adds
+	// the whole log without computing, and the person is then who claims
+	// which browsers at this point of the log.
+	e.compute()
 	p := e.personNode(ref)
 	if p == nil {
 		return Ref{}, 0, false
@@ -55,6 +174,10 @@ func (e *Engine) Erase(ref Ref) (person Ref, events int, ok bool) {
 	set := make(map[*node]bool, len(mem))
 	for _, n := range mem {
 		set[n] = true
+	}
+	alone := e.alone(p, mem)
+	if alone {
+		events += e.eraseOut(mem)
 	}
 	theirs := func(ev *event) bool { return ev.part != nil && set[ev.part] }
 	for _, d := range e.days {
@@ -85,7 +208,9 @@ func (e *Engine) Erase(ref Ref) (person Ref, events int, ok bool) {
 				e.markUnit(ev.unit)
 			}
 		}
-		events += len(gone)
+		if !alone || e.cold[d.num] == nil {
+			events += len(gone) // a cold day's residents counted in eraseOut
+		}
 	}
 	// Their activity, cold visits' touches and sign-ins go; the browsers
 	// they signed in on are claimed again by whoever else did.

@@ -183,6 +183,14 @@ type Changes struct {
 	WholePeople     map[int]bool
 	WholeIdentities map[int]bool
 	WholeMembers    map[int]bool
+
+	// EraseRows are days not in memory (cold or final) whose partitions
+	// of the events and conversions tables lose the rows of the units
+	// named (an erased person's browsers and user, sorted); their other
+	// rows stay as stored. ErasedVisits are the ids of the erased visits
+	// of such days, whose deletions VisitDays holds.
+	EraseRows    map[int32][]Ref
+	ErasedVisits map[int32][]Ref
 }
 
 // DropRows lets go of the rows of the events, conversions, visits and
@@ -206,7 +214,7 @@ func (c *Changes) DropRows() {
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
 	return len(c.EventDays) == 0 && len(c.VisitDays) == 0 && len(c.People) == 0 &&
-		len(c.Identities) == 0 && len(c.Members) == 0
+		len(c.Identities) == 0 && len(c.Members) == 0 && len(c.EraseRows) == 0
 }
 
 // personState is a computed person, cached in a compact form (about half
@@ -499,6 +507,20 @@ func (e *Engine) Flush() *Changes {
 	e.compute()
 	ch := e.build(false)
 	e.clearOutputs()
+	if len(e.eraseRows) > 0 || len(e.eraseVisits) > 0 {
+		ch.EraseRows = make(map[int32][]Ref, len(e.eraseRows))
+		for d, units := range e.eraseRows {
+			refs := make([]Ref, 0, len(units))
+			for u := range units {
+				refs = append(refs, u)
+			}
+			slices.SortFunc(refs, func(a, b Ref) int { return slices.Compare(a[:], b[:]) })
+			ch.EraseRows[d] = refs
+			e.erasing[d] = units
+		}
+		ch.ErasedVisits = e.eraseVisits
+		e.eraseRows, e.eraseVisits = map[int32]map[Ref]bool{}, map[int32][]Ref{}
+	}
 	return ch
 }
 
@@ -520,8 +542,43 @@ func (e *Engine) Restore(ch *Changes) {
 		}
 	}
 	for d := range ch.VisitDays {
+		if e.days[d] == nil && len(e.visitsByDay[d]) == 0 {
+			continue // a day not in memory: its erased visits, below
+		}
+		// A cold day with residents is read back whole before it is
+		// written (ThawForFlush).
 		e.wholeVisitDays[d] = true
 		e.dirtyVisitDays[d] = true
+	}
+	// Rows of erased persons on days not in memory: taken out at the next
+	// Flush, or with the whole day if a thaw brought it back meanwhile.
+	for d, units := range ch.EraseRows {
+		delete(e.erasing, d)
+		if dd := e.days[d]; dd != nil && e.cold[d] == nil {
+			dd.rewrite = true
+			e.markEventDay(dd)
+			continue
+		}
+		rows := e.eraseRows[d]
+		if rows == nil {
+			rows = make(map[Ref]bool, len(units))
+			e.eraseRows[d] = rows
+		}
+		for _, u := range units {
+			rows[u] = true
+		}
+	}
+	for d, ids := range ch.ErasedVisits {
+		if e.cold[d] == nil && (e.days[d] != nil || len(e.visitsByDay[d]) > 0) {
+			continue // written whole (above)
+		}
+		for _, id := range ids {
+			if _, ok := e.dirtyVisits[id]; !ok {
+				e.visitOut[id] = d
+				e.dirtyVisits[id] = nil
+			}
+		}
+		e.eraseVisits[d] = append(e.eraseVisits[d], ids...)
 	}
 	for b := range ch.People {
 		e.wholePeople[b] = true
@@ -540,7 +597,7 @@ func (e *Engine) Dirty() bool {
 		len(e.dirtyIdents) > 0 || len(e.dirtyMembers) > 0 || len(e.wholeVisitDays) > 0 ||
 		len(e.wholePeople) > 0 || len(e.wholeIdentities) > 0 || len(e.wholeMembers) > 0 || len(e.dirtyUnits) > 0 ||
 		len(e.dirtySessions) > 0 || len(e.dirtyBrowsers) > 0 || len(e.dirtyParts) > 0 ||
-		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll
+		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll || len(e.eraseRows) > 0
 }
 
 func (e *Engine) build(all bool) *Changes {

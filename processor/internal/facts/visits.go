@@ -245,6 +245,10 @@ type touchInfo struct {
 	id      Ref
 	touch   *channels.Touch
 	landing string
+	// row is, on a touch of a cold visit (node.frozen), the hash of the
+	// visit's row as stored (VisitRow.hash): what an erasure of the
+	// visit takes out of its day's summary (coldDay.sum).
+	row uint64
 }
 
 // same reports whether two touch infos are equal.
