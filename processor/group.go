@@ -152,6 +152,7 @@ func (s *Stats) add(o Stats) {
 	s.BytesWritten += o.BytesWritten
 	s.ThawedDays += o.ThawedDays
 	s.ResidentDays += o.ResidentDays
+	s.ThawedUnitDays += o.ThawedUnitDays
 	s.ErasedDaysRead += o.ErasedDaysRead
 	s.Retentions += o.Retentions
 	s.RetentionLooks += o.RetentionLooks

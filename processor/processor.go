@@ -140,7 +140,7 @@ type Processor struct {
 type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
 	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
-	residentDays                                                                 atomic.Int64
+	residentDays, thawedUnitDays                                                 atomic.Int64
 	erasedDaysRead                                                               atomic.Int64
 }
 
@@ -167,6 +167,9 @@ type Stats struct {
 	// ThawedDays counts days read back into memory for late events
 	// (docs/processor.md, "Memory").
 	ThawedDays int64
+	// ThawedUnitDays counts days read for the visits of browsers whose
+	// claim may move (only their rows come back).
+	ThawedUnitDays int64
 	// ResidentDays counts the cold days left with residents (events of
 	// visits that reach a day still in memory) after each freeze.
 	ResidentDays int64
@@ -295,6 +298,7 @@ func (p *Processor) Stats() Stats {
 		LastSeq: p.lastSeq.Load(), Watermark: p.watermark.Load(), Parked: p.stats.parked.Load(),
 		ThawedDays: p.stats.thawedDays.Load(), Retentions: p.stats.retentions.Load(),
 		RetentionLooks: p.stats.retentionLooks.Load(), ResidentDays: p.stats.residentDays.Load(),
+		ThawedUnitDays: p.stats.thawedUnitDays.Load(),
 		ErasedDaysRead: p.stats.erasedDaysRead.Load(),
 	}
 }
@@ -1238,6 +1242,12 @@ func (p *Processor) addBatch(ctx context.Context, ps *project, b *records.Batch)
 			return n, err
 		}
 	}
+	if days := ps.engine.ClaimDays(); len(days) > 0 {
+		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
+			return n, err
+		}
+		p.stats.thawedUnitDays.Add(int64(len(days)))
+	}
 	if u := ps.engine.Stats().Unthawed; u > 0 {
 		return n, fmt.Errorf("project %q: %d events fell on days not read back (a bug: ThawPlan missed them)", ps.id, u)
 	}
@@ -1247,16 +1257,25 @@ func (p *Processor) addBatch(ctx context.Context, ps *project, b *records.Batch)
 // thaw reads the events of a project's cold days back from its tables
 // into its engine.
 func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
+	if err := p.thawWith(ctx, ps, days, ps.engine.Thaw(days)); err != nil {
+		return err
+	}
+	p.stats.thawedDays.Add(int64(len(days)))
+	return nil
+}
+
+// thawWith gives th the rows of the events table of days and finishes it.
+func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th *facts.Thawing) error {
 	start := time.Now()
 	sn, err := p.deps.Reader.Refresh(ctx, ps.id)
 	if err != nil {
+		th.Finish() // never half thawed (the caller lets the project go)
 		return fmt.Errorf("cannot read back days of project %q: %w", ps.id, err)
 	}
 	names := make([]string, len(days))
 	for i, d := range days {
 		names[i] = facts.DayName(d)
 	}
-	th := ps.engine.Thaw(days)
 	rows := 0
 	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: names, Uncached: true}, func(b rollups.Batch) error {
 		r, err := newEventReader(b.Record)
@@ -1276,7 +1295,6 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 	if err != nil {
 		return fmt.Errorf("cannot read back days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
 	}
-	p.stats.thawedDays.Add(int64(len(days)))
 	p.logger.Debug("days read back for late events", "project", ps.id, "days", len(days), "events", rows,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil

@@ -146,7 +146,7 @@ func TestColdDaysWithResidents(t *testing.T) {
 	seqs := kept.publish(all...)
 	r := kept.start(func(cfg *Config) { wide(cfg); cfg.HotWindow = cfg.LateWindow }, nil)
 	kept.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
-	if st := r.p.Stats(); st.ResidentDays != 0 || st.ThawedDays != 0 {
+	if st := r.p.Stats(); st.ResidentDays != 0 || st.ThawedDays != 0 || st.ThawedUnitDays != 0 {
 		t.Fatalf("a processor keeping every day left %d days with residents and read back %d", st.ResidentDays, st.ThawedDays)
 	}
 	r.stop(t)
@@ -182,11 +182,14 @@ func TestColdDaysWithResidents(t *testing.T) {
 		st := r.p.Stats()
 		total.ResidentDays += st.ResidentDays
 		total.ThawedDays += st.ThawedDays
+		total.ThawedUnitDays += st.ThawedUnitDays
 	}
-	if total.ResidentDays == 0 || total.ThawedDays == 0 {
-		t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
+	if total.ResidentDays == 0 || total.ThawedDays == 0 || total.ThawedUnitDays == 0 {
+		t.Fatalf("%d days were left with residents, %d read back and %d read for browsers signing in; the test needs all three",
+			total.ResidentDays, total.ThawedDays, total.ThawedUnitDays)
 	}
-	t.Logf("%d batches in %d steps: %d days left with residents, %d read back", len(all), len(steps), total.ResidentDays, total.ThawedDays)
+	t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in",
+		len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays)
 	if got, want := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)),
 		kept.segmentIDs(c.project.ID, kept.tableDump(c.project.ID)); got != want {
 		t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))

@@ -448,6 +448,10 @@ type Thawing struct {
 	cold   map[int32]*coldDay
 	stored map[*event]storedRow
 	back   map[*node]map[Ref]bool // visits to take out of parts' frozen touches
+	// partial are the days of ThawUnits: they stay cold, only the rows
+	// of units bring their visits back (as residents).
+	partial map[int32]*coldDay
+	units   map[Ref]bool
 }
 
 // storedRow is what an event's stored row shows of its visit.
@@ -480,16 +484,7 @@ func (e *Engine) Thaw(days []int32) *Thawing {
 		// theirs starting on it count in its sums as they are now.
 		cc := *c
 		if dd := e.days[d]; dd != nil && !dd.dirty {
-			for _, ev := range dd.events {
-				if !ev.out {
-					continue
-				}
-				var r storedRow
-				if v := e.visitOf(ev); v != nil {
-					r = storedRow{visit: v.id, channel: v.touch.Channel}
-				}
-				t.stored[ev] = r
-			}
+			t.storeResidents(dd)
 		}
 		for v := range e.visitsByDay[d] {
 			r := e.visitRow(v)
@@ -528,12 +523,95 @@ func (e *Engine) ThawForFlush() []int32 {
 	return e.closure(want)
 }
 
+// ClaimDays returns the cold days that hold visits of browsers whose
+// claim may move (sorted): each cold visit's first day through the last
+// day any visit of that day reaches. Read them back with ThawUnits.
+func (e *Engine) ClaimDays() []int32 {
+	if len(e.claimWant) == 0 {
+		return nil
+	}
+	want := map[int32]bool{}
+	for b := range e.claimWant {
+		for _, ti := range b.frozen {
+			d := e.DayOf(ti.at)
+			c := e.cold[d]
+			if c == nil {
+				continue
+			}
+			last := d
+			if c.hi >= c.lo {
+				last = max(d, e.DayOf(c.hi))
+			}
+			for x := d; x <= last; x++ {
+				if e.cold[x] != nil {
+					want[x] = true
+				}
+			}
+		}
+	}
+	if len(want) == 0 {
+		clear(e.claimWant)
+		return nil
+	}
+	out := make([]int32, 0, len(want))
+	for d := range want {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ThawUnits brings back the visits of the browsers ClaimDays was for, and
+// only them, from the days it named: give it every row of the events
+// table of those days with Add, then Finish. The days stay cold, the
+// visits come back as residents (Freeze), so a sign-in reads back a
+// browser's own visits instead of whole days.
+func (e *Engine) ThawUnits(days []int32) *Thawing {
+	e.compute()
+	t := &Thawing{e: e, before: make(map[Ref]bool, len(e.dirtyVisits)), cold: map[int32]*coldDay{},
+		stored: map[*event]storedRow{}, back: map[*node]map[Ref]bool{},
+		partial: make(map[int32]*coldDay, len(days)), units: make(map[Ref]bool, len(e.claimWant))}
+	for id := range e.dirtyVisits {
+		t.before[id] = true
+	}
+	for b := range e.claimWant {
+		t.units[b.ref] = true
+	}
+	clear(e.claimWant)
+	for _, d := range days {
+		c := e.cold[d]
+		if c == nil {
+			continue
+		}
+		t.partial[d] = c
+		if dd := e.days[d]; dd != nil && !dd.dirty {
+			t.storeResidents(dd)
+		}
+	}
+	return t
+}
+
+// storeResidents records the rows of a day's residents as stored (the
+// day waits for no write).
+func (t *Thawing) storeResidents(dd *day) {
+	for _, ev := range dd.events {
+		if !ev.out {
+			continue
+		}
+		var r storedRow
+		if v := t.e.visitOf(ev); v != nil {
+			r = storedRow{visit: v.id, channel: v.touch.Channel}
+		}
+		t.stored[ev] = r
+	}
+}
+
 // Add links a stored event back (its strings are copied).
 func (t *Thawing) Add(r ThawedEvent) {
 	e := t.e
 	dn := e.DayOf(r.Time)
-	if t.cold[dn] == nil {
-		return // not a day being thawed
+	if t.cold[dn] == nil && (t.partial[dn] == nil || !t.units[r.Unit]) {
+		return // not a day (or a unit) being thawed
 	}
 	if e.erasedRow(dn, r.Unit) {
 		return // an erased person's, on its way out of the table
@@ -566,6 +644,10 @@ func (t *Thawing) Add(r ThawedEvent) {
 // what differs from the stored rows.
 func (t *Thawing) Finish() {
 	e := t.e
+	if t.partial != nil {
+		t.finishUnits()
+		return
+	}
 	for p, ids := range t.back {
 		p.frozen = slices.DeleteFunc(p.frozen, func(ti touchInfo) bool { return ids[ti.id] })
 		if len(p.frozen) == 0 {
@@ -673,4 +755,93 @@ func (r *VisitRow) hash() uint64 {
 		bo(c.Server)
 	}
 	return h.Sum64()
+}
+
+// finishUnits ends a ThawUnits: the visits read back leave their days'
+// summaries (they are residents now and count again when they go cold),
+// a visit whose row is as stored is not written again, and a day where
+// something read back does not come out as stored is read back whole
+// before the next Flush writes it (ThawForFlush).
+func (t *Thawing) finishUnits() {
+	e := t.e
+	type stored struct {
+		row uint64
+		day int32
+	}
+	back := map[Ref]stored{}
+	for p, ids := range t.back {
+		for _, ti := range p.frozen {
+			if ids[ti.id] {
+				back[ti.id] = stored{row: ti.row, day: e.DayOf(ti.at)}
+			}
+		}
+		p.frozen = slices.DeleteFunc(p.frozen, func(ti touchInfo) bool { return ids[ti.id] })
+		if len(p.frozen) == 0 {
+			p.frozen = nil
+		}
+		e.markPart(p)
+	}
+	e.compute()
+	for id, s := range back {
+		if c := t.partial[s.day]; c != nil {
+			c.visits--
+			c.sum -= s.row
+		}
+		e.visitOut[id] = s.day
+	}
+	for dn := range t.partial {
+		d := e.days[dn]
+		if d == nil {
+			continue
+		}
+		same := true
+		for _, ev := range d.events {
+			r, ok := t.stored[ev]
+			var id Ref
+			ch := ""
+			if v := e.visitOf(ev); v != nil {
+				id, ch = v.id, v.touch.Channel
+			}
+			if !ok || id != r.visit || ch != r.channel {
+				same = false
+				break
+			}
+		}
+		switch {
+		case same && d.dirty:
+			d.dirty, d.rewrite = false, false
+			delete(e.dirtyEventDays, dn)
+		case !same:
+			d.rewrite = true
+			e.markEventDay(d)
+		}
+	}
+	// A visit read back is written again only if its row changed; one
+	// that did not come back as it was stored (another id) has its day
+	// written whole, read back whole first.
+	found := map[Ref]bool{}
+	for dn := range t.partial {
+		for v := range e.visitsByDay[dn] {
+			s, ok := back[v.id]
+			if !ok {
+				continue
+			}
+			found[v.id] = true
+			if t.before[v.id] {
+				continue
+			}
+			if r := e.visitRow(v); r.hash() == s.row {
+				if w, ok := e.dirtyVisits[v.id]; ok && w == v {
+					delete(e.dirtyVisits, v.id)
+				}
+			}
+		}
+	}
+	for id, s := range back {
+		if !found[id] {
+			e.wholeVisitDays[s.day] = true
+			e.dirtyVisitDays[s.day] = true
+		}
+	}
+	e.stats.ThawedUnitDays += int64(len(t.partial))
 }

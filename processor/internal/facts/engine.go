@@ -238,6 +238,9 @@ type Engine struct {
 	// thawWant are cold days the engine found it needs after an event was
 	// replaced (ThawNeeded).
 	thawWant map[int32]bool
+	// claimWant are browsers whose claim may move while visits of theirs
+	// are cold: their visits are read back (ClaimDays, ThawUnits).
+	claimWant map[*node]bool
 
 	dc dayCache
 
@@ -310,6 +313,8 @@ type Stats struct {
 	// what Thaw brought back.
 	Events, Duplicates, Replaced, TooLate, Unthawed int64
 	ThawedDays, ThawedEvents                        int64
+	// ThawedUnitDays counts the days ThawUnits read browsers' visits from.
+	ThawedUnitDays int64
 }
 
 // New returns an empty Engine.
@@ -325,6 +330,7 @@ func New(cfg Config) (*Engine, error) {
 		days:           map[int32]*day{},
 		cold:           map[int32]*coldDay{},
 		thawWant:       map[int32]bool{},
+		claimWant:      map[*node]bool{},
 		nodes:          map[Ref]*node{},
 		anonRefs:       map[string]Ref{},
 		users:          map[string]*node{},
@@ -783,12 +789,13 @@ func (e *Engine) insert(d *day, ev *event, in *Event, thawed bool) {
 }
 
 // claimMayMove notes that browser b may change hands: the rows of its
-// cold visits show its person, so their days are read back (ThawNeeded)
-// to be written again if it does.
+// cold visits show its person, so its visits are read back (ClaimDays,
+// ThawUnits) to be written again if it does.
 func (e *Engine) claimMayMove(b *node) {
 	for _, t := range b.frozen {
-		if d := e.DayOf(t.at); e.cold[d] != nil {
-			e.thawWant[d] = true
+		if e.cold[e.DayOf(t.at)] != nil {
+			e.claimWant[b] = true
+			return
 		}
 	}
 }
