@@ -291,7 +291,7 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 	if !ok {
 		p.stats.corrupt.Add(1)
 		p.logger.Error("cannot decode erasure message; skipping it", "project", ps.id, "seq", seq)
-		ps.noteApplied(seq, 0, ps.received)
+		ps.noteApplied(seq, 0, ps.received, p.now())
 		return nil
 	}
 	// Only a person who shares a visit or a browser with someone else
@@ -312,7 +312,7 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 			p.logger.Warn("cannot note an erasure's count in its record", "project", ps.id, "erasure", em.ID, "err", err)
 		}
 	}
-	ps.noteApplied(seq, 0, ps.received)
+	ps.noteApplied(seq, 0, ps.received, p.now())
 	p.logger.Info("person erased from the processor's state; committing", "project", ps.id, "erasure", em.ID, "events", n)
 	return nil
 }
@@ -367,7 +367,7 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 		p.logger.Error("cannot purge the files an erasure rewrote; it stays pending", "project", ps.id, "err", err)
 		return
 	}
-	now := p.deps.Clock().UTC()
+	now := p.now().UTC()
 	for _, e := range done {
 		rec, err := ErasureStatus(ctx, p.deps.Bucket, ps.id, e.id)
 		if err != nil {
