@@ -368,84 +368,26 @@ func (r *reader) str() (string, bool) {
 }
 
 func (r *reader) strEscaped(start, i int) (string, bool) {
-	s := r.s
-	buf := append(r.buf[:0], s[start:i]...)
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '"':
-			r.i = i + 1
-			r.buf = buf
-			return string(buf), true
-		case c == '\\':
-			if i+1 >= len(s) {
-				r.i = i
-				return "", r.fail("unterminated string")
-			}
-			e := s[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				cp, ok := hex4(s, i)
-				if !ok {
-					r.i = i
-					return "", r.fail("invalid \\u escape")
-				}
-				i += 4
-				switch {
-				case cp >= 0xD800 && cp < 0xDC00:
-					lo := rune(-1)
-					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						lo, ok = hex4(s, i+2)
-						if !ok {
-							lo = -1
-						}
-					}
-					if lo < 0xDC00 || lo >= 0xE000 {
-						r.i = i - 6
-						return "", r.fail("lone surrogate in \\u escape")
-					}
-					i += 6
-					cp = 0x10000 + (cp-0xD800)<<10 + (lo - 0xDC00)
-				case cp >= 0xDC00 && cp < 0xE000:
-					r.i = i - 6
-					return "", r.fail("lone surrogate in \\u escape")
-				}
-				buf = utf8.AppendRune(buf, cp)
-			default:
-				r.i = i - 2
-				return "", r.fail("invalid escape in string")
-			}
-		case c < 0x20:
-			r.i = i
-			return "", r.fail("control character in string")
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			i++
-		default:
-			ru, size := utf8.DecodeRuneInString(s[i:])
-			if ru == utf8.RuneError && size == 1 {
-				r.i = i
-				return "", r.fail("invalid UTF-8 in string")
-			}
-			buf = append(buf, s[i:i+size]...)
-			i += size
-		}
+	buf, end, fault := UnquoteJSONString(append(r.buf[:0], r.s[start:i]...), r.s, i)
+	r.buf = buf
+	r.i = end
+	switch fault {
+	case StringOK:
+		return string(buf), true
+	case StringUnterminated:
+		return "", r.fail("unterminated string")
+	case StringBadUnicode:
+		r.i = end + 2
+		return "", r.fail("invalid \\u escape")
+	case StringLoneSurrogate:
+		return "", r.fail("lone surrogate in \\u escape")
+	case StringBadEscape:
+		return "", r.fail("invalid escape in string")
+	case StringControl:
+		return "", r.fail("control character in string")
+	default:
+		return "", r.fail("invalid UTF-8 in string")
 	}
-	r.i = i
-	return "", r.fail("unterminated string")
 }
 
 func hex4(s string, i int) (rune, bool) {
