@@ -87,24 +87,7 @@ type reader struct {
 // parseJSON reads s as one JSON text.
 func parseJSON(s string) (value, *ParseError) {
 	r := reader{s: s, errAt: -1}
-	// Every value but the outermost follows '[', ',' or ':', and every key
-	// precedes ':'; separators inside strings are skipped. For a valid text
-	// the count is the number of values (keys included) less one.
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '[', ',':
-			n++
-		case ':':
-			n += 2
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
+	n := countValues(s)
 	r.vals = make([]value, 0, n)
 	r.stack = make([]value, 0, min(n, 32))
 	r.ws()
