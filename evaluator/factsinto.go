@@ -59,14 +59,7 @@ func ParseFactsInto(dst *Facts, data []byte) error {
 		dst.mem.stack = make([]value, 0, min(n, 32))
 	}
 	r.stack = dst.mem.stack[:0]
-	r.ws()
-	v, ok := r.value()
-	if ok {
-		r.ws()
-		if r.i != len(r.s) {
-			ok = r.fail("unexpected data after the JSON value")
-		}
-	}
+	v, ok := r.text()
 	if cap(r.stack) <= maxKeptValues {
 		dst.mem.stack = r.stack[:0]
 	}

@@ -90,6 +90,15 @@ func parseJSON(s string) (value, *ParseError) {
 	n := countValues(s)
 	r.vals = make([]value, 0, n)
 	r.stack = make([]value, 0, min(n, 32))
+	v, ok := r.text()
+	if !ok {
+		return value{}, &ParseError{Offset: r.errAt, Detail: r.errMsg, Err: ErrInvalidJSON}
+	}
+	return v, nil
+}
+
+// text reads the one JSON value s holds, with white space around it.
+func (r *reader) text() (value, bool) {
 	r.ws()
 	v, ok := r.value()
 	if ok {
@@ -98,10 +107,7 @@ func parseJSON(s string) (value, *ParseError) {
 			ok = r.fail("unexpected data after the JSON value")
 		}
 	}
-	if !ok {
-		return value{}, &ParseError{Offset: r.errAt, Detail: r.errMsg, Err: ErrInvalidJSON}
-	}
-	return v, nil
+	return v, ok
 }
 
 func (r *reader) fail(msg string) bool {
