@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,14 +73,15 @@ func newReportEnv(t testing.TB, provisioningFile string) *reportEnv {
 	e := &reportEnv{sent: map[string]uint64{}}
 	e.setNow(testNow)
 	var flags *ingest.FlagDocuments
-	st := apptest.Start(t, apptest.Options{Dir: dir, Catalog: func(s *apptest.Stack, cfg *catalog.Config) {
+	st := apptest.Start(t, apptest.Options{Dir: dir, Catalog: func(s *apptest.Stack, cfg *catalog.Config) error {
 		var err error
 		flags, err = ingest.NewFlagDocuments(ctx, ingest.DefaultFlagDocumentsConfig(), s.Bucket, s.Logger)
 		if err != nil {
-			t.Fatalf("cannot start the flag documents: %v", err)
+			return fmt.Errorf("cannot start the flag documents: %w", err)
 		}
-		t.Cleanup(func() { flags.Close(context.Background()) })
+		s.OnClose(func() error { return flags.Close(context.Background()) })
 		cfg.CheckDocuments = flags.CheckDocuments
+		return nil
 	}})
 	lg, b, cat, logger := st.Log, st.Bucket, st.Catalog, st.Logger
 	e.log, e.bucket, e.cat = lg, b, cat

@@ -59,14 +59,7 @@ func ParseFactsInto(dst *Facts, data []byte) error {
 		dst.mem.stack = make([]value, 0, min(n, 32))
 	}
 	r.stack = dst.mem.stack[:0]
-	r.ws()
-	v, ok := r.value()
-	if ok {
-		r.ws()
-		if r.i != len(r.s) {
-			ok = r.fail("unexpected data after the JSON value")
-		}
-	}
+	v, ok := r.text()
 	if cap(r.stack) <= maxKeptValues {
 		dst.mem.stack = r.stack[:0]
 	}
@@ -136,7 +129,10 @@ func (m *factsMem) keep(vals []value) {
 }
 
 // countValues returns an upper bound of the number of values in the JSON
-// text s less one (see parseJSON): the size of the arena a parse needs.
+// text s less one: the size of the arena a parse needs. Every value but
+// the outermost follows '[', ',' or ':', and every key precedes ':';
+// separators inside strings are skipped. For a valid text the count is
+// the number of values (keys included) less one.
 func countValues(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {

@@ -87,26 +87,18 @@ type reader struct {
 // parseJSON reads s as one JSON text.
 func parseJSON(s string) (value, *ParseError) {
 	r := reader{s: s, errAt: -1}
-	// Every value but the outermost follows '[', ',' or ':', and every key
-	// precedes ':'; separators inside strings are skipped. For a valid text
-	// the count is the number of values (keys included) less one.
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '[', ',':
-			n++
-		case ':':
-			n += 2
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
+	n := countValues(s)
 	r.vals = make([]value, 0, n)
 	r.stack = make([]value, 0, min(n, 32))
+	v, ok := r.text()
+	if !ok {
+		return value{}, &ParseError{Offset: r.errAt, Detail: r.errMsg, Err: ErrInvalidJSON}
+	}
+	return v, nil
+}
+
+// text reads the one JSON value s holds, with white space around it.
+func (r *reader) text() (value, bool) {
 	r.ws()
 	v, ok := r.value()
 	if ok {
@@ -115,10 +107,7 @@ func parseJSON(s string) (value, *ParseError) {
 			ok = r.fail("unexpected data after the JSON value")
 		}
 	}
-	if !ok {
-		return value{}, &ParseError{Offset: r.errAt, Detail: r.errMsg, Err: ErrInvalidJSON}
-	}
-	return v, nil
+	return v, ok
 }
 
 func (r *reader) fail(msg string) bool {
@@ -368,84 +357,26 @@ func (r *reader) str() (string, bool) {
 }
 
 func (r *reader) strEscaped(start, i int) (string, bool) {
-	s := r.s
-	buf := append(r.buf[:0], s[start:i]...)
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '"':
-			r.i = i + 1
-			r.buf = buf
-			return string(buf), true
-		case c == '\\':
-			if i+1 >= len(s) {
-				r.i = i
-				return "", r.fail("unterminated string")
-			}
-			e := s[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				cp, ok := hex4(s, i)
-				if !ok {
-					r.i = i
-					return "", r.fail("invalid \\u escape")
-				}
-				i += 4
-				switch {
-				case cp >= 0xD800 && cp < 0xDC00:
-					lo := rune(-1)
-					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						lo, ok = hex4(s, i+2)
-						if !ok {
-							lo = -1
-						}
-					}
-					if lo < 0xDC00 || lo >= 0xE000 {
-						r.i = i - 6
-						return "", r.fail("lone surrogate in \\u escape")
-					}
-					i += 6
-					cp = 0x10000 + (cp-0xD800)<<10 + (lo - 0xDC00)
-				case cp >= 0xDC00 && cp < 0xE000:
-					r.i = i - 6
-					return "", r.fail("lone surrogate in \\u escape")
-				}
-				buf = utf8.AppendRune(buf, cp)
-			default:
-				r.i = i - 2
-				return "", r.fail("invalid escape in string")
-			}
-		case c < 0x20:
-			r.i = i
-			return "", r.fail("control character in string")
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			i++
-		default:
-			ru, size := utf8.DecodeRuneInString(s[i:])
-			if ru == utf8.RuneError && size == 1 {
-				r.i = i
-				return "", r.fail("invalid UTF-8 in string")
-			}
-			buf = append(buf, s[i:i+size]...)
-			i += size
-		}
+	buf, end, fault := UnquoteJSONString(append(r.buf[:0], r.s[start:i]...), r.s, i)
+	r.buf = buf
+	r.i = end
+	switch fault {
+	case StringOK:
+		return string(buf), true
+	case StringUnterminated:
+		return "", r.fail("unterminated string")
+	case StringBadUnicode:
+		r.i = end + 2
+		return "", r.fail("invalid \\u escape")
+	case StringLoneSurrogate:
+		return "", r.fail("lone surrogate in \\u escape")
+	case StringBadEscape:
+		return "", r.fail("invalid escape in string")
+	case StringControl:
+		return "", r.fail("control character in string")
+	default:
+		return "", r.fail("invalid UTF-8 in string")
 	}
-	r.i = i
-	return "", r.fail("unterminated string")
 }
 
 func hex4(s string, i int) (rune, bool) {

@@ -235,119 +235,32 @@ func plain8(data []byte, i int) bool {
 
 // strEscaped finishes a string whose first escape is at i.
 func (s *jsonScanner) strEscaped(start, i int) string {
-	src := s.src
-	b := append(s.buf[:0], src[start:i]...)
-	for i < len(src) {
-		c := src[i]
-		switch {
-		case c == '"':
-			s.pos = i + 1
-			s.buf = b
-			return string(b)
-		case c == '\\':
-			if i+1 >= len(src) {
-				s.pos = i
-				s.fail("unterminated string")
-				return ""
-			}
-			switch src[i+1] {
-			case '"', '\\', '/':
-				b = append(b, src[i+1])
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r, n := s.unicodeEscape(i)
-				if n == 0 {
-					return ""
-				}
-				b = utf8.AppendRune(b, r)
-				i += n
-				continue
-			default:
-				s.pos = i
-				s.fail("invalid escape in a string")
-				return ""
-			}
-			i += 2
-		case c < 0x20:
-			s.pos = i
-			s.fail("control character in a string")
-			return ""
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			r, n := utf8.DecodeRuneInString(src[i:])
-			if r == utf8.RuneError && n == 1 {
-				s.pos = i
-				s.fail("invalid UTF-8")
-				return ""
-			}
-			b = append(b, src[i:i+n]...)
-			i += n
-		}
+	b, end, fault := evaluator.UnquoteJSONString(append(s.buf[:0], s.src[start:i]...), s.src, i)
+	s.buf = b
+	s.pos = end
+	if fault != evaluator.StringOK {
+		s.stringFault(fault)
+		return ""
 	}
-	s.pos = len(src)
-	s.fail("unterminated string")
-	return ""
+	return string(b)
 }
 
-// unicodeEscape reads `\uXXXX` (and its low surrogate partner) at i and
-// returns the rune and the bytes used, or 0 bytes after failing.
-func (s *jsonScanner) unicodeEscape(i int) (rune, int) {
-	r, ok := hex4(s.src, i+2)
-	if !ok {
-		s.pos = i
+// stringFault fails the scan for a fault of a string at s.pos.
+func (s *jsonScanner) stringFault(f evaluator.StringFault) {
+	switch f {
+	case evaluator.StringUnterminated:
+		s.fail("unterminated string")
+	case evaluator.StringBadUnicode:
 		s.fail("invalid \\u escape")
-		return 0, 0
-	}
-	switch {
-	case r >= 0xdc00 && r <= 0xdfff:
-		s.pos = i
+	case evaluator.StringLoneSurrogate:
 		s.fail("lone UTF-16 surrogate")
-		return 0, 0
-	case r >= 0xd800 && r <= 0xdbff:
-		if i+12 <= len(s.src) && s.src[i+6] == '\\' && s.src[i+7] == 'u' {
-			lo, ok := hex4(s.src, i+8)
-			if ok && lo >= 0xdc00 && lo <= 0xdfff {
-				return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12
-			}
-		}
-		s.pos = i
-		s.fail("lone UTF-16 surrogate")
-		return 0, 0
+	case evaluator.StringBadEscape:
+		s.fail("invalid escape in a string")
+	case evaluator.StringControl:
+		s.fail("control character in a string")
+	default:
+		s.fail("invalid UTF-8")
 	}
-	return r, 6
-}
-
-func hex4(src string, i int) (rune, bool) {
-	if i+4 > len(src) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(src[i : i+4]) {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, true
 }
 
 // number reads a number at pos and returns its text and whether it is a
@@ -486,8 +399,10 @@ func (s *jsonScanner) skipString() {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				_, n := s.unicodeEscape(i)
-				if n == 0 {
+				_, n, fault := evaluator.UnicodeEscape(src, i)
+				if fault != evaluator.StringOK {
+					s.pos = i
+					s.stringFault(fault)
 					return
 				}
 				i += n

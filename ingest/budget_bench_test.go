@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"testing"
@@ -81,14 +80,8 @@ func benchKV(b *testing.B) jetstream.KeyValue {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := eventlog.DefaultConfig()
-	cfg.Dir, cfg.ListenAddr = b.TempDir(), "127.0.0.1:0"
-	lg, err := eventlog.Open(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { lg.Close() })
-	nc, err := nats.Connect(lg.ClientURL())
+	st := apptest.Start(b, apptest.Options{Log: func(c *eventlog.Config) { c.ListenAddr = "127.0.0.1:0" }})
+	nc, err := nats.Connect(st.Log.ClientURL())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,5 +7,7 @@
 // eventlog.NewBatchMessage; the catalog), evaluator and wasm; never
 // processor, rollups or api. Its Go client (ingest/client) imports only
 // evaluator and storage/records, both standard-library only; the browser
-// module has no runtime dependencies.
+// module has no runtime dependencies. ingest/internal/flagstack, the /v1
+// service on real parts for the tests and the flag load generator, is
+// built on internal/apptest (the storage parts every package's tests use).
 package ingest

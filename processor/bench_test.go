@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/rollups"
-	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
 )
@@ -683,10 +683,7 @@ func BenchmarkEncode(b *testing.B) {
 		e.AddBatch(x)
 	}
 	ch := e.Flush()
-	bk, err := storage.Open(context.Background(), storage.Config{Dir: b.TempDir()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bk := apptest.OpenBucket(b, b.TempDir())
 	st, err := rollups.NewStore(bk, rollups.DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)

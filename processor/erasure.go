@@ -17,6 +17,7 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 	"github.com/mfhq/mf/storage"
 	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
@@ -204,7 +205,7 @@ func resolvePerson(ctx context.Context, rd *rollups.Reader, project string, ref 
 	if err != nil {
 		return ref, fmt.Errorf("cannot read the tables of project %q: %w", project, err)
 	}
-	part := facts.BucketName(facts.Bucket(ref))
+	part := tables.BucketName(facts.Bucket(ref))
 	found := false
 	err = sn.Scan(ctx, TablePeople, rollups.ScanOptions{Partitions: []string{part}, Columns: []string{"ref"}, KeyMin: ref[:], KeyMax: ref[:]},
 		func(b rollups.Batch) error {
@@ -290,7 +291,7 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 	if !ok {
 		p.stats.corrupt.Add(1)
 		p.logger.Error("cannot decode erasure message; skipping it", "project", ps.id, "seq", seq)
-		ps.noteApplied(seq, 0, ps.received)
+		ps.noteApplied(seq, 0, ps.received, p.now())
 		return nil
 	}
 	// Only a person who shares a visit or a browser with someone else
@@ -311,7 +312,7 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 			p.logger.Warn("cannot note an erasure's count in its record", "project", ps.id, "erasure", em.ID, "err", err)
 		}
 	}
-	ps.noteApplied(seq, 0, ps.received)
+	ps.noteApplied(seq, 0, ps.received, p.now())
 	p.logger.Info("person erased from the processor's state; committing", "project", ps.id, "erasure", em.ID, "events", n)
 	return nil
 }
@@ -352,13 +353,13 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 			parts[TableVisits] = append(parts[TableVisits], facts.DayName(d))
 		}
 		for b := range ch.People {
-			parts[TablePeople] = append(parts[TablePeople], facts.BucketName(b))
+			parts[TablePeople] = append(parts[TablePeople], tables.BucketName(b))
 		}
 		for b := range ch.Identities {
-			parts[TableIdentities] = append(parts[TableIdentities], facts.BucketName(b))
+			parts[TableIdentities] = append(parts[TableIdentities], tables.BucketName(b))
 		}
 		for b := range ch.Members {
-			parts[TableMembers] = append(parts[TableMembers], facts.BucketName(b))
+			parts[TableMembers] = append(parts[TableMembers], tables.BucketName(b))
 		}
 	}
 	if err := p.purge(ctx, ps.id, parts); err != nil {
@@ -366,7 +367,7 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 		p.logger.Error("cannot purge the files an erasure rewrote; it stays pending", "project", ps.id, "err", err)
 		return
 	}
-	now := p.deps.Clock().UTC()
+	now := p.now().UTC()
 	for _, e := range done {
 		rec, err := ErasureStatus(ctx, p.deps.Bucket, ps.id, e.id)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
+	"github.com/mfhq/mf/rollups/tables"
 	"github.com/mfhq/mf/storage/records"
 )
 
@@ -46,7 +47,7 @@ func Export(ctx context.Context, rd *rollups.Reader, cat CatalogSource, project,
 	}
 	// The person's row.
 	var profile map[string]any
-	part := facts.BucketName(facts.Bucket(person))
+	part := tables.BucketName(facts.Bucket(person))
 	err = sn.Scan(ctx, TablePeople, rollups.ScanOptions{Partitions: []string{part}, KeyMin: person[:], KeyMax: person[:]},
 		func(b rollups.Batch) error {
 			if b.Record.NumRows() > 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/processor/internal/facts"
+	"github.com/mfhq/mf/rollups/tables"
 	"github.com/mfhq/mf/storage/catalog"
 	"github.com/mfhq/mf/storage/records"
 )
@@ -161,15 +162,15 @@ func (p partitions) apply(ch *facts.Changes) {
 			func(r facts.VisitRow) (string, bool) { return string(r.ID[:]), r.Deleted })
 	}
 	for b, rows := range ch.People {
-		applyKeyed(p, "people/"+facts.BucketName(b), ch.WholePeople[b], rows,
+		applyKeyed(p, "people/"+tables.BucketName(b), ch.WholePeople[b], rows,
 			func(r *facts.PersonRow) (string, bool) { return string(r.Ref[:]), r.Deleted })
 	}
 	for b, rows := range ch.Identities {
-		applyKeyed(p, "identities/"+facts.BucketName(b), ch.WholeIdentities[b], rows,
+		applyKeyed(p, "identities/"+tables.BucketName(b), ch.WholeIdentities[b], rows,
 			func(r facts.IdentityRow) (string, bool) { return string(r.Unit[:]), r.Deleted })
 	}
 	for b, rows := range ch.Members {
-		applyKeyed(p, "members/"+facts.BucketName(b), ch.WholeMembers[b], rows,
+		applyKeyed(p, "members/"+tables.BucketName(b), ch.WholeMembers[b], rows,
 			func(r facts.MemberRow) (string, bool) { return r.Segment + "/" + string(r.Person[:]), r.Deleted })
 	}
 }

@@ -76,6 +76,7 @@ type worker struct {
 // NewGroup returns a Group; Run starts it. deps.Log must be a
 // PartitionLog.
 func NewGroup(cfg Config, deps Deps) (*Group, error) {
+	deps.Clock = clockOr(deps.Clock)
 	probe, err := New(cfg, deps)
 	if err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func (g *Group) start(ctx context.Context, k int, le *eventlog.Lease, ended chan
 	p.part, p.parts, p.sem, p.cl = k, g.parts, g.sem, channels.New(g.lists)
 	p.logger = p.logger.With("partition", k)
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	w := &worker{part: k, p: p, stop: stop, done: make(chan struct{}), since: time.Now()}
+	w := &worker{part: k, p: p, stop: stop, done: make(chan struct{}), since: g.deps.Clock()}
 	g.mu.Lock()
 	g.workers[k] = w
 	g.mu.Unlock()

@@ -6,22 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
@@ -31,19 +27,17 @@ import (
 	"github.com/mfhq/mf/storage/records"
 )
 
-// testLogger writes debug lines to stderr when MF_TEST_LOG=1.
-func testLogger() *slog.Logger {
-	if os.Getenv("MF_TEST_LOG") == "1" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger is the tests' logger (apptest.Logger: debug lines on stderr
+// when MF_TEST_LOG=1).
+func testLogger() *slog.Logger { return apptest.Logger() }
 
-// env is a real embedded log with the catalog on it and a real local
-// object store with the rollups store and reader.
+// env is the real parts of one process (apptest.Stack: the embedded log,
+// the catalog on it, a local object store) with the rollups store and
+// reader on its bucket.
 type env struct {
 	t      testing.TB
 	dir    string
+	stack  *apptest.Stack
 	log    *eventlog.Log
 	cat    *catalog.Catalog
 	bucket storage.Bucket
@@ -52,8 +46,7 @@ type env struct {
 	// plan is the organization's plan provision gives ("pro" when empty).
 	plan string
 	// clock, when set, is the processors' clock (Deps.Clock).
-	clock  func() time.Time
-	closed bool
+	clock func() time.Time
 	// shared: the processors started share the embedded log as separate
 	// processes share an external one (no takeover of leases at start).
 	shared bool
@@ -68,63 +61,23 @@ func newEnv(t testing.TB, dir string) *env {
 // newEnvWith is newEnv with the log's configuration edited.
 func newEnvWith(t testing.TB, dir string, editLog func(*eventlog.Config)) *env {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	logger := testLogger()
-	lcfg := eventlog.DefaultConfig()
-	lcfg.Dir = filepath.Join(dir, "log")
-	if editLog != nil {
-		editLog(&lcfg)
-	}
-	lg, err := eventlog.Open(ctx, lcfg, logger)
-	if err != nil {
-		t.Fatalf("cannot open the log: %v", err)
-	}
-	sub, err := lg.Subscriber(eventlog.DefaultSubscriberConfig(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(ctx, catalog.DefaultConfig(), catalog.Log{
-		Publisher: lg.Publisher(), Subscriber: sub, LastSeq: lg.LastSeq,
-		Seq: func(m *message.Message) (uint64, bool) {
-			n, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaSeq), 10, 64)
-			return n, err == nil
-		},
-	}, logger)
-	if err != nil {
-		t.Fatalf("cannot open the catalog: %v", err)
-	}
-	b, err := storage.Open(ctx, storage.Config{Dir: filepath.Join(dir, "objects")}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := rollups.NewStore(b, rollups.DefaultConfig(), logger)
+	st := apptest.Start(t, apptest.Options{Dir: dir, Log: editLog})
+	store, err := rollups.NewStore(st.Bucket, rollups.DefaultConfig(), st.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rcfg := rollups.DefaultReaderConfig()
 	rcfg.Freshness = 0
-	rd, err := rollups.NewReader(b, rcfg, logger)
+	rd, err := rollups.NewReader(st.Bucket, rcfg, st.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, log: lg, cat: cat, bucket: b, store: st, reader: rd}
-	t.Cleanup(e.close)
-	return e
+	return &env{t: t, dir: st.Dir, stack: st, log: st.Log, cat: st.Catalog, bucket: st.Bucket, store: store, reader: rd}
 }
 
-func (e *env) close() {
-	if e.closed {
-		return
-	}
-	e.closed = true
-	e.cat.Close()
-	e.log.Close()
-	e.bucket.Close()
-}
+// close closes the parts before the test ends (a second env on the same
+// directory opens them again).
+func (e *env) close() { _ = e.stack.Close() }
 
 // provision applies a provisioning file with one project per case (its
 // id, time zone, currency, actions and segments) and the two sources the
@@ -184,27 +137,21 @@ func stripProject(acts []byte) string {
 	return string(out)
 }
 
-// publish stores batches on the log as ingest does (dedupe by project and
-// batch id) and returns their positions.
+// publish stores batches on the log as ingest does (the batch message,
+// dedupe by project and batch id) and returns their positions.
 func (e *env) publish(bs ...*records.Batch) []uint64 {
 	e.t.Helper()
 	pub := e.log.Publisher()
 	seqs := make([]uint64, len(bs))
 	for i, b := range bs {
-		data, err := records.Encode(b)
+		msg, err := eventlog.NewBatchMessage(b)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		// As ingest stores a batch (ingest.Server.store): the receipt and
-		// the project as metadata, the batch id as dedupe id.
-		rj, _ := json.Marshal(b.Receipt)
-		msg := message.NewMessage(b.ID.String(), data)
-		msg.Metadata.Set("receipt", string(rj))
-		msg.Metadata.Set("project", b.Project)
 		// A minute per message, not for all: a benchmark publishes half a
 		// million batches on a loaded machine.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		r, err := pub.PublishOnce(ctx, eventlog.TopicBatches+"."+b.Project, b.Project+":"+b.ID.String(), msg)
+		r, err := pub.PublishOnce(ctx, eventlog.BatchSubject(b.Project), eventlog.BatchDedupeID(b.Project, b.ID), msg)
 		cancel()
 		if err != nil {
 			e.t.Fatalf("cannot publish: %v", err)

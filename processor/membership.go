@@ -43,6 +43,8 @@ type SegmentsConfig struct {
 	// looks for a newer commit in the store. A processor in the same
 	// process keeps it current at once.
 	MaxAge time.Duration
+	// Clock is the clock MaxAge is measured on; nil: the wall clock.
+	Clock func() time.Time
 }
 
 // DefaultSegmentsConfig returns a MaxAge of one second.
@@ -94,8 +96,12 @@ func NewSegments(reader *rollups.Reader, cfg SegmentsConfig, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clockOr(cfg.Clock)
 	return &Segments{reader: reader, cfg: cfg, logger: logger, views: map[string]*segView{}}, nil
 }
+
+// clock is the segments' clock (SegmentsConfig.Clock).
+func (s *Segments) clock() time.Time { return s.cfg.Clock() }
 
 func newSegView() *segView {
 	v := &segView{files: map[string][]string{}, built: map[string]time.Time{}}
@@ -154,7 +160,7 @@ func (s *Segments) Lookup(ctx context.Context, project string, u Unit) (Membersh
 // MaxAge, reading only the partitions whose files changed.
 func (s *Segments) refresh(ctx context.Context, project string, v *segView) error {
 	v.mu.RLock()
-	fresh := time.Since(v.checked) < s.cfg.MaxAge
+	fresh := s.clock().Sub(v.checked) < s.cfg.MaxAge
 	v.mu.RUnlock()
 	if fresh {
 		return nil
@@ -172,7 +178,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 	v.mu.RUnlock()
 	if same {
 		v.mu.Lock()
-		v.checked = time.Now()
+		v.checked = s.clock()
 		v.mu.Unlock()
 		return nil
 	}
@@ -269,7 +275,7 @@ func (s *Segments) refresh(ctx context.Context, project string, v *segView) erro
 		v.files[key] = l.files
 	}
 	v.version = m.Version
-	v.checked = time.Now()
+	v.checked = s.clock()
 	return nil
 }
 
@@ -346,5 +352,5 @@ func (s *Segments) apply(project string, m *rollups.Manifest, ch *facts.Changes)
 		return
 	}
 	v.version = m.Version
-	v.checked = time.Now()
+	v.checked = s.clock()
 }

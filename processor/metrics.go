@@ -69,9 +69,7 @@ type backlogLog interface {
 // NewMetrics builds the collectors and registers them on reg. now is the
 // clock that ages the oldest uncommitted batch (nil: time.Now).
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
-	if now == nil {
-		now = time.Now
-	}
+	now = clockOr(now)
 	m := &Metrics{
 		Events: prometheus.NewCounter(prometheus.CounterOpts{Name: "mf_processor_events_total",
 			Help: "Events committed to tables."}),

@@ -72,8 +72,11 @@ type Deps struct {
 	Segments *Segments
 	// Logger may be nil.
 	Logger *slog.Logger
-	// Clock gives the time retention counts days from and erasure
-	// records are stamped with; nil: time.Now.
+	// Clock is the processor's clock: the time retention counts days
+	// from, erasure records are stamped with, the log's retention is
+	// counted back from, and every interval, back-off and lease wait is
+	// measured on; nil: the wall clock. A clock other than the wall
+	// clock must still advance with it (it may be offset).
 	Clock func() time.Time
 	// Hook, when set, is called at named points of an erasure:
 	// "erasure-written" once the files of the commit that holds it are
@@ -229,8 +232,9 @@ type project struct {
 // firstSeq returns the lowest position not yet committed, 0 when none.
 func (p *project) firstSeq() uint64 { return p.uncommitted }
 
-// applied records that the batch at seq, of n events, was applied.
-func (p *project) noteApplied(seq uint64, n int, received int64) {
+// noteApplied records that the batch at seq, of n events, was applied at
+// the time at.
+func (p *project) noteApplied(seq uint64, n int, received int64, at time.Time) {
 	p.applied = seq
 	p.received = max(p.received, received)
 	if p.uncommitted == 0 {
@@ -240,7 +244,7 @@ func (p *project) noteApplied(seq uint64, n int, received int64) {
 		p.nextFirst = seq
 	}
 	if !p.pending {
-		p.pending, p.since = true, time.Now()
+		p.pending, p.since = true, at
 	}
 	p.pendingEvts += n
 }
@@ -266,9 +270,7 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if deps.Clock == nil {
-		deps.Clock = time.Now
-	}
+	deps.Clock = clockOr(deps.Clock)
 	cl, err := channels.Default()
 	if err != nil {
 		return nil, fmt.Errorf("cannot create processor: %w", err)
@@ -285,7 +287,7 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 		sem:           make(chan struct{}, 2),
 		unknownWarned: map[string]bool{},
 		retained:      make(chan string, 16),
-		started:       time.Now(),
+		started:       deps.Clock(),
 	}, nil
 }
 
@@ -342,7 +344,7 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 			p.logger.Warn("cannot release the processor lease", "err", err)
 		}
 	}()
-	p.leaseAt = time.Now()
+	p.leaseAt = p.now()
 	// Read after the lease is held: a processor that held it before may
 	// have moved the watermark on while this one waited.
 	wm, err := p.readWatermark(ctx)
@@ -484,7 +486,7 @@ func (p *Processor) handle(ctx context.Context, m *message.Message) {
 	pending, err := strconv.ParseUint(m.Metadata.Get(eventlog.MetaPending), 10, 64)
 	p.backlog = err == nil && pending > p.cfg.BacklogMessages
 	if err == nil && pending > 0 && !p.backlog {
-		if at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime)); err == nil && time.Since(at) > p.cfg.BacklogLag {
+		if at, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(eventlog.MetaTime)); err == nil && p.now().Sub(at) > p.cfg.BacklogLag {
 			p.backlog = true
 		}
 	}
@@ -549,7 +551,7 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 		p.stats.tooLate.Add(d)
 		p.logger.Warn("events for days already final were dropped (older than the late window)", "project", ps.id, "seq", seq, "events", d)
 	}
-	ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+	ps.noteApplied(seq, len(b.Events), b.ReceivedAt, p.now())
 }
 
 // parkUndecodable parks the project of a batch that cannot be decoded (a
@@ -577,7 +579,7 @@ func (p *Processor) parkUndecodable(m *message.Message, seq uint64, err error) {
 // park passes over a project whose state cannot be loaded, from position
 // seq on, and schedules a retry.
 func (p *Processor) park(id string, seq uint64, err error) {
-	pk := &parkedProject{first: seq, err: err, since: time.Now(), attempts: 1, retryAt: time.Now().Add(p.cfg.RetryBackoff)}
+	pk := &parkedProject{first: seq, err: err, since: p.now(), attempts: 1, retryAt: p.now().Add(p.cfg.RetryBackoff)}
 	p.parked[id] = pk
 	p.stats.parked.Add(1)
 	p.logger.Error("cannot load the state of a project; parking it while the others go on", "project", id, "seq", seq,
@@ -587,7 +589,7 @@ func (p *Processor) park(id string, seq uint64, err error) {
 // retryParked tries to load the parked projects whose retry is due; one
 // that loads reads back the batches passed over and goes on.
 func (p *Processor) retryParked(ctx context.Context) {
-	now := time.Now()
+	now := p.now()
 	for id, pk := range p.parked {
 		if now.Before(pk.retryAt) || ctx.Err() != nil {
 			continue
@@ -680,7 +682,7 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start := p.now()
 	horizon, hot := int64(0), int64(0)
 	if cp.Received > 0 {
 		horizon = cp.Received - p.cfg.LateWindow.Milliseconds()
@@ -700,7 +702,7 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 	}
 	if m.Version > 0 {
 		p.logger.Info("project state rebuilt from its tables", "project", id, "events", n, "checkpoint", cp.Seq,
-			"version", m.Version, "took", time.Since(start).Round(time.Millisecond))
+			"version", m.Version, "took", p.now().Sub(start).Round(time.Millisecond))
 	}
 	return &project{id: id, engine: e, reporting: cfg.ReportingCurrency, segFP: e.SegmentsFingerprint(),
 		generation: m.Generation, committed: cp, committedRaw: m.Checkpoint(p.cfg.Checkpoint),
@@ -756,7 +758,7 @@ func foldEvents(ctx context.Context, sn *rollups.Snapshot, e *facts.Engine, deri
 // waiting longer than the flush interval or more events than the limit
 // (all with pending batches when all is set).
 func (p *Processor) flushDue(ctx context.Context, all bool) {
-	now := time.Now()
+	now := p.now()
 	interval := p.cfg.FlushInterval
 	if p.backlog {
 		interval = p.cfg.BacklogFlushInterval
@@ -818,9 +820,9 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			return
 		}
 	}
-	flushStart := time.Now()
+	flushStart := p.now()
 	ch := ps.engine.Flush()
-	flushTook := time.Since(flushStart)
+	flushTook := p.now().Sub(flushStart)
 	backlog := p.backlog
 	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
 	if ch.Empty() && cp.sameData(ps.committed) {
@@ -832,7 +834,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 		return
 	}
 	cp.Rev = ps.committed.Rev + 1
-	now := time.Now().UnixMilli()
+	now := p.now().UnixMilli()
 	var segs []segmentBuild
 	if len(ch.People) > 0 || len(ch.Members) > 0 || cp.Segments != ps.committed.Segments {
 		segs = segmentBuilds(p.deps.Catalog.State(), ps, now)
@@ -849,7 +851,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	ps.pending, ps.pendingEvts = false, 0
 	expect, gen := ps.committedRaw, ps.generation
 	reporting := ps.reporting
-	started := time.Now()
+	started := p.now()
 	p.inflight.Add(1)
 	go func() {
 		defer p.inflight.Done()
@@ -864,7 +866,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ep, err := p.erasedPartitions(ctx, ps.id, ch)
 			if err != nil {
 				select {
-				case p.results <- commitResult{ps: ps, ch: ch, cp: cp, err: err, builtAt: now, took: time.Since(started),
+				case p.results <- commitResult{ps: ps, ch: ch, cp: cp, err: err, builtAt: now, took: p.now().Sub(started),
 					flushTook: flushTook, backlog: backlog, events: events, erasures: erasures}:
 				case <-p.stopped:
 				}
@@ -890,7 +892,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 				return nil
 			}, onWritten)
 		select {
-		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: time.Since(started),
+		case p.results <- commitResult{ps: ps, ch: ch, cp: cp, manifest: m, bytes: n, err: err, builtAt: now, took: p.now().Sub(started),
 			flushTook: flushTook, backlog: backlog, events: events, erasures: erasures}:
 		case <-p.stopped:
 		}
@@ -962,11 +964,11 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 		ps.erasures = append(r.erasures, ps.erasures...)
 		ps.pendingEvts += r.events
 		if !ps.pending {
-			ps.pending, ps.since = true, time.Now()
+			ps.pending, ps.since = true, p.now()
 		}
 		ps.failures++
 		wait := min(p.cfg.RetryBackoff<<min(ps.failures-1, 6), time.Minute)
-		ps.retryAt = time.Now().Add(wait)
+		ps.retryAt = p.now().Add(wait)
 		p.logger.Warn("cannot commit facts; retrying", "project", ps.id, "retry_in", wait, "err", r.err)
 	}
 }
@@ -974,7 +976,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 // maintain compacts a project's tables (and collects unneeded files) in
 // the background when it is due.
 func (p *Processor) maintain(ctx context.Context, ps *project) {
-	now := time.Now()
+	now := p.now()
 	if now.Sub(ps.compactedAt) < p.cfg.CompactInterval || ps.maintaining.Load() {
 		return
 	}
@@ -1024,7 +1026,7 @@ func (p *Processor) reload(ctx context.Context, ps *project) {
 		// Keep the old state; try again later.
 		p.logger.Warn("cannot rebuild project state; retrying", "project", ps.id, "err", err)
 		ps.pending, ps.since = true, time.Time{}
-		ps.retryAt = time.Now().Add(p.cfg.RetryBackoff)
+		ps.retryAt = p.now().Add(p.cfg.RetryBackoff)
 		p.projects[ps.id] = ps
 		return
 	}
@@ -1078,7 +1080,7 @@ func (p *Processor) readBack(ctx context.Context, ps *project, to uint64) error 
 			if _, err := p.addBatch(ctx, ps, b); err != nil {
 				return fmt.Errorf("cannot read back the batches of project %q: %w", ps.id, err)
 			}
-			ps.noteApplied(seq, len(b.Events), b.ReceivedAt)
+			ps.noteApplied(seq, len(b.Events), b.ReceivedAt, p.now())
 		}
 		if seq >= to {
 			return nil
@@ -1106,7 +1108,7 @@ func (p *Processor) note(m *message.Message, seq uint64) {
 	if p.parts == 0 || p.cfg.LogRetention == 0 {
 		return
 	}
-	now := time.Now()
+	now := p.now()
 	if now.Sub(p.markChecked) < min(time.Second, p.cfg.LogRetention/20) {
 		return
 	}
@@ -1124,11 +1126,11 @@ func (p *Processor) note(m *message.Message, seq uint64) {
 // purgeLog removes from the log the partition's batches that are both
 // committed (below the watermark) and older than LogRetention.
 func (p *Processor) purgeLog(ctx context.Context) {
-	if p.parts == 0 || p.cfg.LogRetention == 0 || time.Since(p.purgedAt) < p.cfg.PurgeInterval {
+	if p.parts == 0 || p.cfg.LogRetention == 0 || p.now().Sub(p.purgedAt) < p.cfg.PurgeInterval {
 		return
 	}
-	p.purgedAt = time.Now()
-	cutoff := time.Now().Add(-p.cfg.LogRetention).UnixMilli()
+	p.purgedAt = p.now()
+	cutoff := p.now().Add(-p.cfg.LogRetention).UnixMilli()
 	below, keep := uint64(0), 0
 	for i, mk := range p.marks {
 		if mk.At >= cutoff {
@@ -1198,7 +1200,7 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 	if !p.leading.Load() {
 		return
 	}
-	if !force && time.Since(p.watermarkAt) < p.cfg.WatermarkInterval {
+	if !force && p.now().Sub(p.watermarkAt) < p.cfg.WatermarkInterval {
 		return
 	}
 	safe := p.lastSeq.Load()
@@ -1219,7 +1221,7 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 		return
 	}
 	p.watermark.Store(safe)
-	p.watermarkAt = time.Now()
+	p.watermarkAt = p.now()
 }
 
 // addBatch adds a batch to a project's engine, reading back first the
@@ -1266,7 +1268,7 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 
 // thawWith gives th the rows of the events table of days and finishes it.
 func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th *facts.Thawing) error {
-	start := time.Now()
+	start := p.now()
 	sn, err := p.deps.Reader.Refresh(ctx, ps.id)
 	if err != nil {
 		th.Finish() // never half thawed (the caller lets the project go)
@@ -1296,6 +1298,6 @@ func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th 
 		return fmt.Errorf("cannot read back days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
 	}
 	p.logger.Debug("days read back for late events", "project", ps.id, "days", len(days), "events", rows,
-		"took", time.Since(start).Round(time.Millisecond))
+		"took", p.now().Sub(start).Round(time.Millisecond))
 	return nil
 }

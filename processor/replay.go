@@ -65,6 +65,9 @@ type ReplayDeps struct {
 	// applied to the replay's state too (without it, a replay beside a
 	// live erasure could bring the person back).
 	Bucket storage.Bucket
+	// Clock stamps the segments' builds and times the replay; nil: the
+	// wall clock.
+	Clock func() time.Time
 }
 
 // KeyReader reads the messages of one key (project) of a topic
@@ -98,7 +101,8 @@ type ReplayStats struct {
 // commits meanwhile is caught up with (its new events are added) before
 // the promotion; it then rebuilds its own state from the new tables.
 func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions) (ReplayStats, error) {
-	start := time.Now()
+	deps.Clock = clockOr(deps.Clock)
+	start := deps.Clock()
 	var st ReplayStats
 	if err := cfg.Validate(); err != nil {
 		return st, err
@@ -218,7 +222,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		}
 	}
 	e.Settle()
-	now := time.Now().UnixMilli()
+	now := deps.Clock().UnixMilli()
 	ps := &project{id: opts.Project, engine: e}
 	segs := segmentBuilds(deps.Catalog.State(), ps, now)
 	parts := recordsOf(deps.Store.Allocator(), all, segs, ecfg.ReportingCurrency, cp.Rev)
@@ -237,7 +241,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		m, err := deps.Store.Promote(ctx, staged, rollups.PromoteOptions{ExpectLive: expect.Version})
 		if err == nil {
 			st.Version, st.Generation, st.Checkpoint = m.Version, m.Generation, cp.Seq
-			st.Took = time.Since(start)
+			st.Took = deps.Clock().Sub(start)
 			logger.Info("project replayed", "project", opts.Project, "events", st.Events, "version", m.Version,
 				"generation", m.Generation, "catch_ups", st.CatchUps, "took", st.Took.Round(time.Millisecond))
 			return st, nil
@@ -311,7 +315,7 @@ func Replay(ctx context.Context, cfg Config, deps ReplayDeps, opts ReplayOptions
 		cp.Seq, cp.Received = max(cp.Seq, lcp.Seq), max(cp.Received, lcp.Received)
 		cp.Rev = max(cp.Rev, lcp.Rev) + 1
 		ch := e.Flush()
-		segs := segmentBuilds(deps.Catalog.State(), ps, time.Now().UnixMilli())
+		segs := segmentBuilds(deps.Catalog.State(), ps, deps.Clock().UnixMilli())
 		if _, _, err := commit(ctx, deps.Store, cfg.Tables, opts.Project, staged, recordsOf(deps.Store.Allocator(), ch, segs, ecfg.ReportingCurrency, cp.Rev),
 			cfg.Checkpoint, cp.String(), func(*rollups.Manifest) error { return nil }, nil); err != nil {
 			abort()

@@ -82,7 +82,7 @@ func (p *Processor) retain(ctx context.Context) {
 	if p.cfg.RetentionInterval == 0 || p.retaining.Load() {
 		return
 	}
-	now := time.Now()
+	now := p.now()
 	last := p.retainedAt
 	if last.IsZero() {
 		last = p.started
@@ -109,7 +109,7 @@ func (p *Processor) retain(ctx context.Context) {
 		if p.part == 0 {
 			// Access records are per user, not per project: the first
 			// partition's processor keeps them.
-			n, err := retainAccess(ctx, p.deps.Bucket, st, p.deps.Clock(), p.cfg.RetentionGrace)
+			n, err := retainAccess(ctx, p.deps.Bucket, st, p.now(), p.cfg.RetentionGrace)
 			access = n
 			if err != nil {
 				p.logger.Warn("retention: cannot delete access records past their retention; trying again later", "err", err)
@@ -145,13 +145,13 @@ func (p *Processor) retainProject(ctx context.Context, id string) bool {
 	if m.Version == 0 {
 		return false
 	}
-	cut, due := retentionCut(p.deps.Catalog.State(), m, id, p.deps.Clock(), p.cfg.RetentionGrace)
+	cut, due := retentionCut(p.deps.Catalog.State(), m, id, p.now(), p.cfg.RetentionGrace)
 	if !due {
 		return false
 	}
 	p.sem <- struct{}{}
 	defer func() { <-p.sem }()
-	start := time.Now()
+	start := p.now()
 	rs, err := Replay(ctx, p.cfg, ReplayDeps{Store: p.deps.Store, Reader: p.deps.Reader, Catalog: p.deps.Catalog,
 		Logger: p.logger, Bucket: p.deps.Bucket}, ReplayOptions{Project: id, Since: facts.DayName(cut)})
 	if err != nil {
@@ -174,7 +174,7 @@ func (p *Processor) retainProject(ctx context.Context, id string) bool {
 	p.stats.retentions.Add(1)
 	p.cfg.Metrics.retentionRun(true, files, bytes)
 	p.logger.Info("retention: deleted the history past a project's retention", "project", id, "cut", facts.DayName(cut),
-		"events_kept", rs.Events, "files_deleted", cs.Retired+cs.Orphans, "bytes_replaced", bytes, "took", time.Since(start).Round(time.Millisecond))
+		"events_kept", rs.Events, "files_deleted", cs.Retired+cs.Orphans, "bytes_replaced", bytes, "took", p.now().Sub(start).Round(time.Millisecond))
 	return true
 }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,10 +63,8 @@ func runRetentionCase(t *testing.T, rc retentionCase) {
 	project := c.project.ID
 	held := 3 // the last batches (August) wait for the last step
 	e := newEnv(t, "")
-	var now atomic.Pointer[time.Time]
-	start := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC) // nothing is past any retention
-	now.Store(&start)
-	e.clock = func() time.Time { return *now.Load() }
+	now := newStepClock(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) // nothing is past any retention
+	e.clock = now.Now
 	e.plan = rc.Steps[0].Plan
 	e.provision(c)
 	seqs := e.publish(all[:len(all)-held]...)
@@ -91,7 +89,7 @@ func runRetentionCase(t *testing.T, rc retentionCase) {
 			})
 		}
 		before := r.p.Stats()
-		now.Store(&s.Now)
+		now.Step(s.Now)
 		if i == len(rc.Steps)-1 {
 			seqs = append(seqs, e.publish(all[len(all)-held:]...)...)
 		}
@@ -303,5 +301,33 @@ func TestRetainAccessRecords(t *testing.T) {
 	}
 	if gone != want {
 		t.Errorf("retainAccess says %d deleted, want %d", gone, want)
+	}
+}
+
+// stepClock is a processor clock that a test moves forward to given
+// times and that advances with the wall clock in between, as the
+// processor's clock must (it measures intervals on it). It never goes
+// back: a step to a time it has passed leaves it where it is.
+type stepClock struct {
+	mu   sync.Mutex
+	base time.Time // the time it showed at set
+	set  time.Time // the wall clock then
+}
+
+func newStepClock(at time.Time) *stepClock { return &stepClock{base: at, set: time.Now()} }
+
+// Now is the clock's time.
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base.Add(time.Since(c.set))
+}
+
+// Step moves the clock forward to at.
+func (c *stepClock) Step(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.base.Add(time.Since(c.set))) {
+		c.base, c.set = at, time.Now()
 	}
 }

@@ -30,13 +30,6 @@ const (
 // segmentsPartition is the one partition of the segments table.
 const segmentsPartition = tables.SegmentsPartition
 
-// The engine's buckets are the tables' partitions of people, identities
-// and segment members: a compile-time check that their counts agree.
-var (
-	_ [facts.Buckets - tables.Buckets]struct{}
-	_ [tables.Buckets - facts.Buckets]struct{}
-)
-
 // Tables returns the definitions of the processor's tables
 // (tables.All).
 func Tables() map[string]*rollups.Table { return tables.All() }

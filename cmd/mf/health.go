@@ -125,7 +125,7 @@ type healthReport struct {
 	Checks  map[string]string `json:"checks"`
 }
 
-// report returns the state of the checks a listener needs; ok when none
+// healthReport returns the state of the checks a listener needs; ok when none
 // fails.
 func (s *service) healthReport(listener string) (healthReport, bool) {
 	var needs []string

@@ -1,5 +1,3 @@
-// Command mf is the analytics-ingest and feature-flag service: one binary for
-// every role (see ../../README.md and the operations contract).
 package main
 
 import (

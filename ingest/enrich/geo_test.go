@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mfhq/mf/internal/apptest"
 )
 
 const firefox = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0"
@@ -64,7 +66,7 @@ func TestGeoOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.GeoIPFile = filepath.Join(dir, "missing.mmdb")
-	if _, err := New(cfg, NewBucketSaltStore(openBucket(t, t.TempDir())), nil); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, err := New(cfg, NewBucketSaltStore(apptest.OpenBucket(t, t.TempDir())), nil); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing database: err = %v, want a not-exist error", err)
 	}
 	bad := filepath.Join(dir, "bad.mmdb")
@@ -72,7 +74,7 @@ func TestGeoOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.GeoIPFile = bad
-	if _, err := New(cfg, NewBucketSaltStore(openBucket(t, t.TempDir())), nil); err == nil {
+	if _, err := New(cfg, NewBucketSaltStore(apptest.OpenBucket(t, t.TempDir())), nil); err == nil {
 		t.Errorf("corrupt database: no error")
 	}
 	e := newEnricher(t, DefaultConfig())

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfhq/mf/internal/apptest"
 	"github.com/mfhq/mf/storage"
 )
 
@@ -65,7 +66,7 @@ func TestVisitorHashVectors(t *testing.T) {
 			if err != nil || len(salt) != SaltSize {
 				t.Fatalf("bad salt in test data: %v", err)
 			}
-			b := openBucket(t, t.TempDir())
+			b := apptest.OpenBucket(t, t.TempDir())
 			if _, err := b.Put(t.Context(), SaltPrefix+day, bytes.NewReader(salt)); err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +90,11 @@ func TestVisitorHashVectors(t *testing.T) {
 // network: another hash.
 func TestVisitorHashScope(t *testing.T) {
 	dir := t.TempDir()
-	e1, err := New(DefaultConfig(), NewBucketSaltStore(openBucket(t, dir)), nil)
+	e1, err := New(DefaultConfig(), NewBucketSaltStore(apptest.OpenBucket(t, dir)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, err := New(DefaultConfig(), NewBucketSaltStore(openBucket(t, dir)), nil)
+	e2, err := New(DefaultConfig(), NewBucketSaltStore(apptest.OpenBucket(t, dir)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +159,8 @@ func TestVisitorHashDayBoundary(t *testing.T) {
 // the bucket; days differ; bad day keys and corrupt salts are refused.
 func TestSaltStore(t *testing.T) {
 	dir := t.TempDir()
-	s1 := NewBucketSaltStore(openBucket(t, dir))
-	s2 := NewBucketSaltStore(openBucket(t, dir))
+	s1 := NewBucketSaltStore(apptest.OpenBucket(t, dir))
+	s2 := NewBucketSaltStore(apptest.OpenBucket(t, dir))
 	a, err := s1.Salt(t.Context(), "2026-03-01")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestSaltStore(t *testing.T) {
 		}
 	}
 
-	bucket := openBucket(t, dir)
+	bucket := apptest.OpenBucket(t, dir)
 	for _, size := range []int{0, 5, SaltSize + 1} {
 		if _, err := bucket.Put(t.Context(), SaltPrefix+"2026-04-01", bytes.NewReader(make([]byte, size))); err != nil {
 			t.Fatal(err)
@@ -217,7 +218,7 @@ func TestSaltStoreRace(t *testing.T) {
 	const n = 16
 	stores := make([]*BucketSaltStore, n)
 	for i := range stores {
-		stores[i] = NewBucketSaltStore(openBucket(t, dir))
+		stores[i] = NewBucketSaltStore(apptest.OpenBucket(t, dir))
 	}
 	for _, day := range []string{"2026-05-01", "2026-05-02", "2026-05-03"} {
 		salts := make([][]byte, n)
@@ -278,7 +279,7 @@ func TestSaltsAcrossProcesses(t *testing.T) {
 		}
 		hashes = append(hashes, h)
 	}
-	e, err := New(DefaultConfig(), NewBucketSaltStore(openBucket(t, dir)), nil)
+	e, err := New(DefaultConfig(), NewBucketSaltStore(apptest.OpenBucket(t, dir)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestSaltsAcrossProcesses(t *testing.T) {
 			break
 		}
 	}
-	if keys := saltKeys(t, openBucket(t, dir)); !slices.Equal(keys, []string{"2026-03-01"}) {
+	if keys := saltKeys(t, apptest.OpenBucket(t, dir)); !slices.Equal(keys, []string{"2026-03-01"}) {
 		t.Errorf("salt objects %v, want one for 2026-03-01", keys)
 	}
 }
@@ -332,7 +333,7 @@ func saltChild(dir string) int {
 // store (shown by closing the store first).
 func TestRotateSalts(t *testing.T) {
 	dir := t.TempDir()
-	b := openBucket(t, dir)
+	b := apptest.OpenBucket(t, dir)
 	store := NewBucketSaltStore(b)
 	for _, d := range []string{"2026-02-26", "2026-02-27", "2026-02-28"} {
 		if _, err := store.Salt(t.Context(), d); err != nil {
@@ -356,7 +357,7 @@ func TestRotateSalts(t *testing.T) {
 	tomorrowAt := fixedNow.Add(24 * time.Hour)
 
 	// Another process reads tomorrow's salt from the store.
-	other, err := New(DefaultConfig(), NewBucketSaltStore(openBucket(t, dir)), nil)
+	other, err := New(DefaultConfig(), NewBucketSaltStore(apptest.OpenBucket(t, dir)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestRotateSalts(t *testing.T) {
 
 // TestRunSalts runs the rotation loop until its context ends.
 func TestRunSalts(t *testing.T) {
-	b := openBucket(t, t.TempDir())
+	b := apptest.OpenBucket(t, t.TempDir())
 	e, err := New(DefaultConfig(), NewBucketSaltStore(b), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +429,7 @@ func TestEnrichErrors(t *testing.T) {
 	}
 
 	// A closed store: the error says why and shows no address.
-	b := openBucket(t, t.TempDir())
+	b := apptest.OpenBucket(t, t.TempDir())
 	e2, err := New(DefaultConfig(), NewBucketSaltStore(b), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package enrich
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,8 +13,7 @@ import (
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
-
-	"github.com/mfhq/mf/storage"
+	"github.com/mfhq/mf/internal/apptest"
 )
 
 // readTSV returns the rows of a tab-separated testdata file, skipping
@@ -77,21 +75,10 @@ func readLines(t testing.TB, name string) []string {
 	return out
 }
 
-// openBucket opens a real local-directory object store in dir.
-func openBucket(t testing.TB, dir string) storage.Bucket {
-	t.Helper()
-	b, err := storage.Open(context.Background(), storage.Config{Dir: dir}, nil)
-	if err != nil {
-		t.Fatalf("cannot open local bucket: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // newEnricher returns an Enricher over a fresh local bucket.
 func newEnricher(t testing.TB, cfg Config) *Enricher {
 	t.Helper()
-	e, err := New(cfg, NewBucketSaltStore(openBucket(t, t.TempDir())), nil)
+	e, err := New(cfg, NewBucketSaltStore(apptest.OpenBucket(t, t.TempDir())), nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -25,8 +25,15 @@ func TestImportsPointDown(t *testing.T) {
 	if err := json.Unmarshal(raw, &allowed); err != nil {
 		t.Fatalf("testdata/imports.json: %v", err)
 	}
+	// Packages every package may import: those under internal/ that stand
+	// for no layer (the test stack); what they import is listed by go list
+	// with the importer's dependencies, and checked with them.
+	var anyone []string
+	for _, x := range allowed["*"].([]any) {
+		anyone = append(anyone, x.(string))
+	}
 	for top, v := range allowed {
-		if top == "_" {
+		if top == "_" || top == "*" {
 			continue
 		}
 		var may []string
@@ -52,7 +59,7 @@ func TestImportsPointDown(t *testing.T) {
 				}
 				n++
 				first, _, _ := strings.Cut(rest, "/")
-				if !slices.Contains(may, first) {
+				if !slices.Contains(may, first) && !slices.Contains(anyone, rest) {
 					t.Errorf("%s depends on %s; it may import %v only", top, path, may[:len(may)-1])
 				}
 			}

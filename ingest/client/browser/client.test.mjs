@@ -19,7 +19,7 @@ test('consentless: no ids, no device context, nothing written', async () => {
   await f.advance(5000);
   const [b] = f.batches();
   assert.equal(b.mode, 'consentless');
-  assert.deepEqual(b.context, { sdk: 'mf-browser/0.1.1' });
+  assert.deepEqual(b.context, { sdk: 'mf-browser/0.1.2' });
   assert.deepEqual(b.events.map((e) => e.name), ['$pageview', 'signup']);
   assert.deepEqual(b.events[0].page, { url: 'https://shop.example/p?utm_source=x', title: 'Shop', referrer: 'https://news.example/item' });
   assert.equal(b.events[0].properties, undefined, 'no $boot while consent is pending');

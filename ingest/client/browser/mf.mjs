@@ -6,7 +6,7 @@
 //   import { init } from 'https://mf.example/v1/sdk/mf.mjs';
 //   const mf = init({ key: 'mf_abcd1234_Xy-9', mode: 'full' });
 
-export const VERSION = '0.1.1';
+export const VERSION = '0.1.2';
 
 const CLICK_IDS = ['gclid', 'gbraid', 'wbraid', 'fbclid', 'msclkid', 'ttclid', 'li_fat_id'];
 const VISIT_MS = 30 * 60 * 1000; // a visit ends after 30 minutes without activity
