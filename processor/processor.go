@@ -1286,6 +1286,9 @@ func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th 
 		}
 		n := int(b.Record.NumRows())
 		for i := range n {
+			if r.unit != nil && th.Skips(uuidAt(r.unit, i)) {
+				continue
+			}
 			th.Add(r.thawed(ps.engine, i))
 		}
 		rows += n

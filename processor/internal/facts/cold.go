@@ -591,6 +591,10 @@ func (e *Engine) ThawUnits(days []int32) *Thawing {
 	return t
 }
 
+// Skips reports whether a row of unit is of no use to the thaw (a
+// ThawUnits for other units): the caller need not decode it.
+func (t *Thawing) Skips(unit Ref) bool { return t.partial != nil && !t.units[unit] }
+
 // storeResidents records the rows of a day's residents as stored (the
 // day waits for no write).
 func (t *Thawing) storeResidents(dd *day) {
