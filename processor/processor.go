@@ -1266,6 +1266,10 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 	return nil
 }
 
+// maxUnitScans is the most units a read back for browsers' claims reads
+// with a key range each; more are read in one pass over the days.
+const maxUnitScans = 16
+
 // thawWith gives th the rows of the events table of days and finishes it.
 func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th *facts.Thawing) error {
 	start := p.now()
@@ -1279,7 +1283,7 @@ func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th 
 		names[i] = facts.DayName(d)
 	}
 	rows := 0
-	err = sn.Scan(ctx, TableEvents, rollups.ScanOptions{Partitions: names, Uncached: true}, func(b rollups.Batch) error {
+	read := func(b rollups.Batch) error {
 		r, err := newEventReader(b.Record)
 		if err != nil {
 			return err
@@ -1293,7 +1297,21 @@ func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th 
 		}
 		rows += n
 		return ctx.Err()
-	})
+	}
+	opts := rollups.ScanOptions{Partitions: names, Uncached: true}
+	if units := th.Units(); len(units) > 0 && len(units) <= maxUnitScans {
+		// The events table is sorted by unit: a key range per unit reads
+		// only the row groups that may hold its rows.
+		for _, u := range units {
+			o := opts
+			o.KeyMin, o.KeyMax = u[:], u[:]
+			if err = sn.Scan(ctx, TableEvents, o, read); err != nil {
+				break
+			}
+		}
+	} else {
+		err = sn.Scan(ctx, TableEvents, opts, read)
+	}
 	// Finish even after an error: the engine must not stay half thawed
 	// (the caller lets the project go on an error).
 	th.Finish()

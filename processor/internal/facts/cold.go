@@ -595,6 +595,20 @@ func (e *Engine) ThawUnits(days []int32) *Thawing {
 // ThawUnits for other units): the caller need not decode it.
 func (t *Thawing) Skips(unit Ref) bool { return t.partial != nil && !t.units[unit] }
 
+// Units returns the units a ThawUnits reads back (sorted; nil for a
+// Thaw of whole days): the caller may read only their rows.
+func (t *Thawing) Units() []Ref {
+	if t.partial == nil {
+		return nil
+	}
+	out := make([]Ref, 0, len(t.units))
+	for u := range t.units {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b Ref) int { return slices.Compare(a[:], b[:]) })
+	return out
+}
+
 // storeResidents records the rows of a day's residents as stored (the
 // day waits for no write).
 func (t *Thawing) storeResidents(dd *day) {
