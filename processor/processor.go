@@ -804,6 +804,20 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
 		}
 	}
+	// The browsers whose claim may move since the last commit have their
+	// cold visits read back together, each day once a commit.
+	if days := ps.engine.ClaimDays(); len(days) > 0 {
+		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
+			delete(p.projects, ps.id)
+			first := ps.applied + 1
+			if u := ps.firstSeq(); u > 0 {
+				first = min(first, u)
+			}
+			p.park(ps.id, first, err)
+			return
+		}
+		p.stats.thawedUnitDays.Add(int64(len(days)))
+	}
 	for {
 		days := ps.engine.ThawForFlush()
 		if len(days) == 0 {
@@ -1244,12 +1258,7 @@ func (p *Processor) addBatch(ctx context.Context, ps *project, b *records.Batch)
 			return n, err
 		}
 	}
-	if days := ps.engine.ClaimDays(); len(days) > 0 {
-		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
-			return n, err
-		}
-		p.stats.thawedUnitDays.Add(int64(len(days)))
-	}
+
 	if u := ps.engine.Stats().Unthawed; u > 0 {
 		return n, fmt.Errorf("project %q: %d events fell on days not read back (a bug: ThawPlan missed them)", ps.id, u)
 	}
