@@ -1277,7 +1277,7 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 
 // maxUnitScans is the most units a read back for browsers' claims reads
 // with a key range each; more are read in one pass over the days.
-const maxUnitScans = 16
+const maxUnitScans = 64
 
 // thawWith gives th the rows of the events table of days and finishes it.
 func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th *facts.Thawing) error {

@@ -184,9 +184,11 @@ func TestColdDaysWithResidents(t *testing.T) {
 		total.ThawedDays += st.ThawedDays
 		total.ThawedUnitDays += st.ThawedUnitDays
 	}
-	if total.ResidentDays == 0 || total.ThawedDays == 0 || total.ThawedUnitDays == 0 {
-		t.Fatalf("%d days were left with residents, %d read back and %d read for browsers signing in; the test needs all three",
-			total.ResidentDays, total.ThawedDays, total.ThawedUnitDays)
+	// Reads for browsers signing in happen here when no late event read
+	// their days back first, which depends on the commits' timing:
+	// TestSignInReadsBackTheBrowsersVisits (facts) makes them for sure.
+	if total.ResidentDays == 0 || total.ThawedDays == 0 {
+		t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
 	}
 	t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in",
 		len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays)

@@ -45,7 +45,7 @@ func (s *Store) StartGeneration(ctx context.Context, project string, opts Genera
 	m := emptyManifest(target)
 	if opts.Keep != nil {
 		for name, ts := range live.Tables {
-			kept := &TableState{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, Columns: ts.Columns, schema: ts.schema, Partitions: map[string][]DataFile{}}
+			kept := &TableState{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, RowGroupRows: ts.RowGroupRows, Columns: ts.Columns, schema: ts.schema, Partitions: map[string][]DataFile{}}
 			for part, files := range ts.Partitions {
 				if opts.Keep(name, part) {
 					kept.Partitions[part] = slices.Clone(files)

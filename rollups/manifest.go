@@ -86,6 +86,9 @@ type TableState struct {
 	NoDictionary []string `json:"noDictionary,omitempty"`
 	// Key is the latest definition's key: set for keyed tables.
 	Key []string `json:"key,omitempty"`
+	// RowGroupRows is the latest definition's row group size (0: the
+	// store's); compaction writes with it.
+	RowGroupRows int64 `json:"rowGroupRows,omitempty"`
 	// Columns describe the latest schema: name, type and nullability.
 	Columns []Column `json:"columns"`
 	// Partitions holds the live files of each partition, oldest first.
@@ -116,6 +119,7 @@ type tableStateJSON struct {
 	SortKey      []string                   `json:"sortKey,omitempty"`
 	NoDictionary []string                   `json:"noDictionary,omitempty"`
 	Key          []string                   `json:"key,omitempty"`
+	RowGroupRows int64                      `json:"rowGroupRows,omitempty"`
 	Columns      []Column                   `json:"columns"`
 	Partitions   map[string]json.RawMessage `json:"partitions,omitempty"`
 }
@@ -126,7 +130,7 @@ func (t *TableState) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	*t = TableState{SortKey: in.SortKey, NoDictionary: in.NoDictionary, Key: in.Key, Columns: in.Columns,
+	*t = TableState{SortKey: in.SortKey, NoDictionary: in.NoDictionary, Key: in.Key, RowGroupRows: in.RowGroupRows, Columns: in.Columns,
 		Partitions: make(map[string][]DataFile, len(in.Partitions)), enc: make(map[string][]byte, len(in.Partitions))}
 	for p, raw := range in.Partitions {
 		var files []DataFile
@@ -216,7 +220,7 @@ func (t *TableState) Schema() *arrow.Schema { return t.schema }
 
 // Definition returns the table's latest definition.
 func (t *TableState) Definition(name string) *Table {
-	return &Table{Name: name, Schema: t.schema, SortKey: t.SortKey, NoDictionary: t.NoDictionary, Key: t.Key}
+	return &Table{Name: name, Schema: t.schema, SortKey: t.SortKey, NoDictionary: t.NoDictionary, Key: t.Key, RowGroupRows: t.RowGroupRows}
 }
 
 // PartitionNames returns the table's partitions in ascending order.
@@ -253,6 +257,7 @@ type rootTableJSON struct {
 	SortKey      []string    `json:"sortKey,omitempty"`
 	NoDictionary []string    `json:"noDictionary,omitempty"`
 	Key          []string    `json:"key,omitempty"`
+	RowGroupRows int64       `json:"rowGroupRows,omitempty"`
 	Columns      []Column    `json:"columns"`
 	Groups       []partGroup `json:"groups"`
 }
@@ -284,7 +289,7 @@ func encodeRoot(m *Manifest) ([]byte, error) {
 		if ts.groups == nil || len(ts.dirty) > 0 {
 			return nil, fmt.Errorf("cannot encode manifest of project %q: table %q has partitions not written to sub-manifests", m.Project, name)
 		}
-		tables[name] = rootTableJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, Columns: ts.Columns, Groups: ts.sortedGroups()}
+		tables[name] = rootTableJSON{SortKey: ts.SortKey, NoDictionary: ts.NoDictionary, Key: ts.Key, RowGroupRows: ts.RowGroupRows, Columns: ts.Columns, Groups: ts.sortedGroups()}
 	}
 	data, err := json.Marshal(rootJSON{manifestHead: head, Tables: tables})
 	if err != nil {
@@ -340,7 +345,7 @@ func decodeRoot(data []byte, t Target, prev *Manifest) (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: table %q: %w", ErrCorruptManifest, name, err)
 		}
-		ts := &TableState{SortKey: tj.SortKey, NoDictionary: tj.NoDictionary, Key: tj.Key, Columns: tj.Columns, schema: s,
+		ts := &TableState{SortKey: tj.SortKey, NoDictionary: tj.NoDictionary, Key: tj.Key, RowGroupRows: tj.RowGroupRows, Columns: tj.Columns, schema: s,
 			groups: make(map[string]partGroup, len(tj.Groups)), rootEnc: raw}
 		for _, g := range tj.Groups {
 			switch {
@@ -503,6 +508,7 @@ func applyChange(m *Manifest, ch Change, now time.Time, commitID string) (*Manif
 			ts.Columns, ts.schema = cols, f.def.Schema
 			ts.SortKey, ts.NoDictionary = slices.Clone(f.def.SortKey), slices.Clone(f.def.NoDictionary)
 			ts.Key = slices.Clone(f.def.Key)
+			ts.RowGroupRows = f.def.RowGroupRows
 		} else if ts.schema == nil {
 			return nil, fmt.Errorf("%w: cannot add %s: the manifest has no schema of table %q; add files that Store.Write returned", ErrInvalidChange, f.Ref(), f.Table)
 		}

@@ -151,7 +151,11 @@ func (s *Store) writeRecord(ctx context.Context, project string, t *Table, parti
 	// a commit's files would otherwise take tens of megabytes of fresh
 	// memory each time.
 	out := s.pool.take(int(min(recordBytes(rec)/4, 256<<20)))
-	data, groups, err := encodeParquetAs(t, rec, s.cfg.RowGroupRows, s.pool, true, out)
+	groupRows := s.cfg.RowGroupRows
+	if t.RowGroupRows > 0 {
+		groupRows = t.RowGroupRows
+	}
+	data, groups, err := encodeParquetAs(t, rec, groupRows, s.pool, true, out)
 	if err != nil {
 		return DataFile{}, err
 	}

@@ -44,6 +44,10 @@ type Table struct {
 	// no rev (files written before the column) have rev 0, and none is
 	// deleted. docs/rollups.md, "Keyed tables".
 	Key []string
+	// RowGroupRows, when set, is the most rows in one row group of the
+	// table's files instead of the store's (Config.RowGroupRows): smaller
+	// groups let a key range on the sort key read fewer rows.
+	RowGroupRows int64
 }
 
 // Columns of keyed tables.
@@ -85,6 +89,9 @@ func (t *Table) Validate() error {
 		if slices.Contains(t.SortKey[:i], c) {
 			return fmt.Errorf("%w: table %q names sort column %q twice", ErrInvalidTable, t.Name, c)
 		}
+	}
+	if t.RowGroupRows != 0 && t.RowGroupRows < 1024 {
+		return fmt.Errorf("%w: table %q has row groups of %d rows; use at least 1024, or 0 for the store's", ErrInvalidTable, t.Name, t.RowGroupRows)
 	}
 	for _, c := range t.NoDictionary {
 		if len(t.Schema.FieldIndices(c)) != 1 {

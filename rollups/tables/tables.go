@@ -18,6 +18,12 @@ func Names() []string {
 	return []string{Events, Visits, Conversions, People, Identities, Members, Segments}
 }
 
+// EventsRowGroupRows is the row group size of the events table: the
+// processor reads a browser's rows of a day back (a sign-in that may move
+// its claim) with a key range on the unit, which reads whole row groups;
+// at the store's 131,072 rows a day of a busy site is one group.
+const EventsRowGroupRows = 8192
+
 // All returns the definitions of the tables, a new map on every call.
 // Visits, people, identities and segment members are keyed
 // (rollups.Table.Key): a commit adds the rows that changed, with the
@@ -25,7 +31,7 @@ func Names() []string {
 func All() map[string]*rollups.Table {
 	return map[string]*rollups.Table{
 		Events: {Name: Events, Schema: EventsSchema, SortKey: []string{ColUnit, ColTime, ColID},
-			NoDictionary: []string{ColTime, ColID, ColUnit, ColSessionID}},
+			NoDictionary: []string{ColTime, ColID, ColUnit, ColSessionID}, RowGroupRows: EventsRowGroupRows},
 		Visits: {Name: Visits, Schema: VisitsSchema, SortKey: []string{ColUnit, ColStart, ColID},
 			NoDictionary: []string{ColStart, ColEnd, ColID, ColUnit, ColPerson}, Key: []string{ColID}},
 		Conversions: {Name: Conversions, Schema: ConversionsSchema, SortKey: []string{ColAction, ColTime, ColEventID},

@@ -72,3 +72,69 @@ func TestResidentsAreReadBackBeforeAWholeWrite(t *testing.T) {
 		t.Fatalf("day 0's visits written with %d rows (whole %v); want them whole with %d", got, again.WholeVisitDays[d0], want)
 	}
 }
+
+// TestSignInReadsBackTheBrowsersVisits: a first sign-in on a browser
+// whose earlier visit is on a cold day moves the browser to the user, and
+// that visit's row shows its person: ClaimDays names the cold day,
+// ThawUnits brings back the browser's rows only (the day stays cold, the
+// others' rows stay out), and the next Flush writes the visit's row with
+// the user as its person, not the day whole.
+func TestSignInReadsBackTheBrowsersVisits(t *testing.T) {
+	loc := time.UTC
+	cl, err := channels.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := "0195f3b4-0000-7000-8000-000000000001"
+	e, err := New(Config{Project: project, Location: loc, ReportingCurrency: "EUR", Classifier: cl,
+		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
+	var n byte
+	ev := func(anon, user string, at time.Time) records.Event {
+		n++
+		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
+			UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
+	}
+	batch := func(received time.Time, evs ...records.Event) *records.Batch {
+		n++
+		return &records.Batch{Project: project, Mode: records.ModeFull, SourceKind: records.SourceWebsite,
+			ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
+	}
+	// Day 0: browsers a and b visit anonymously; both days go cold.
+	e.AddBatch(batch(day.Add(10*time.Hour), ev("a", "", day.Add(9*time.Hour)), ev("b", "", day.Add(9*time.Hour+time.Minute))))
+	stored := e.Flush()
+	d0 := e.DayOf(day.UnixMilli())
+	e.Freeze(day.Add(30*time.Hour).UnixMilli(), 0)
+	if e.days[d0] != nil || e.cold[d0] == nil {
+		t.Fatal("day 0 did not go cold")
+	}
+	// Day 2: a signs in as u.
+	e.AddBatch(batch(day.Add(50*time.Hour), ev("a", "u", day.Add(50*time.Hour))))
+	days := e.ClaimDays()
+	if !slices.Equal(days, []int32{d0}) {
+		t.Fatalf("ClaimDays = %v; want day 0 (%d), where a's visit is", days, d0)
+	}
+	th := e.ThawUnits(days)
+	for _, r := range stored.EventDays[d0] {
+		th.Add(ThawedEvent{Event: r.Event(), Unit: r.Unit, Visit: r.Visit, Channel: r.Channel})
+	}
+	th.Finish()
+	if e.cold[d0] == nil || e.days[d0] == nil || len(e.days[d0].events) != 1 || e.days[d0].events[0].unit.ref != NodeRef(project, KindBrowser, "a") {
+		t.Fatalf("after ThawUnits day 0 is cold: %v, holds %d events; want it cold with a's one event in memory ", e.cold[d0] != nil, len(e.days[d0].events))
+	}
+	if len(e.ClaimDays()) != 0 {
+		t.Fatal("ClaimDays names days again after they were read back")
+	}
+	ch := e.Flush()
+	if ch.WholeVisitDays[d0] || len(ch.EventDays[d0]) != 0 {
+		t.Fatalf("day 0 written whole (visits %v) or its events again (%d rows); want only a's visit row", ch.WholeVisitDays[d0], len(ch.EventDays[d0]))
+	}
+	rows := ch.VisitDays[d0]
+	user := NodeRef(project, KindUser, "u")
+	if len(rows) != 1 || rows[0].Unit != NodeRef(project, KindBrowser, "a") || rows[0].Person != user {
+		t.Fatalf("day 0's visit rows written: %+v; want a's visit, credited to u (%x)", rows, user)
+	}
+}
