@@ -1,13 +1,13 @@
 package main
 
 import (
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mfhq/mf/internal/freeport"
 )
 
 // TestClusterScript runs `deploy/cluster.sh --check` (what `go tool task
@@ -32,21 +32,9 @@ func TestClusterScript(t *testing.T) {
 // 127.0.0.1 now.
 func freePortRange(t *testing.T, n int) int {
 	t.Helper()
-	for range 50 {
-		base := 20000 + rand.IntN(40000)
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				continue
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
+	base, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no range of free ports found")
-	return 0
+	return base
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mfhq/mf/internal/freeport"
 )
 
 // The end-to-end tests of this package run the real mf binary, built once
@@ -76,15 +77,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, from below the ephemeral range (see package freeport).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatalf("cannot find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // startMF starts `mf <command>` on data with fresh ports and extra flags, and

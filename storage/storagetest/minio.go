@@ -21,6 +21,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/mfhq/mf/internal/freeport"
 )
 
 // The MinIO server the tests run, pinned. .ci/minio.sh installs it.
@@ -262,12 +264,11 @@ func minioFreeEnv() []string {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		return 0, fmt.Errorf("cannot find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
 
 // tail returns the end of a log file.

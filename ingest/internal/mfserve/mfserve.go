@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mfhq/mf/internal/freeport"
 )
 
 // Config says which mf to start and how.
@@ -181,14 +182,14 @@ func (s *Server) Kill() {
 	<-s.done
 }
 
-// FreeAddr returns a loopback address whose port was free a moment ago.
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// from below the ephemeral range (see package freeport).
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		return "", fmt.Errorf("cannot find a free loopback port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return a, nil
 }
 
 // ReadRSS reads the resident memory (VmRSS) of process pid from

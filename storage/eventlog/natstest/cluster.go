@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mfhq/mf/internal/freeport"
 )
 
 // Cluster is a JetStream cluster of nats-server processes.
@@ -88,22 +89,17 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{t: t, bin: bin, scheme: "nats"}
 	routes := make([]string, n)
-	listeners := make([]net.Listener, 0, 2*n)
 	port := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := freeport.Port()
 		if err != nil {
 			t.Fatal(err)
 		}
-		listeners = append(listeners, l)
-		return l.Addr().(*net.TCPAddr).Port
+		return p
 	}
 	clients := make([]int, n)
 	for i := range n {
 		clients[i] = port()
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", port())
-	}
-	for _, l := range listeners {
-		l.Close()
 	}
 	root := t.TempDir()
 	for i := range n {
@@ -248,12 +244,10 @@ func StartServer(t testing.TB, scheme, extra string, opts ...nats.Option) *Clust
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	dir := filepath.Join(t.TempDir(), "n1")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
