@@ -154,6 +154,9 @@ func (s *Stats) add(o Stats) {
 	s.ThawedDays += o.ThawedDays
 	s.ResidentDays += o.ResidentDays
 	s.ThawedUnitDays += o.ThawedUnitDays
+	s.ReclaimDays += o.ReclaimDays
+	s.ReclaimedVisits += o.ReclaimedVisits
+	s.ReclaimMissing += o.ReclaimMissing
 	s.ErasedDaysRead += o.ErasedDaysRead
 	s.Retentions += o.Retentions
 	s.RetentionLooks += o.RetentionLooks

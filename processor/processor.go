@@ -144,6 +144,7 @@ type counters struct {
 	batches, events, skipped, corrupt, commits, commitFailures, reloads, tooLate atomic.Int64
 	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
 	residentDays, thawedUnitDays                                                 atomic.Int64
+	reclaimDays, reclaimedVisits, reclaimMissing                                 atomic.Int64
 	erasedDaysRead                                                               atomic.Int64
 }
 
@@ -173,6 +174,11 @@ type Stats struct {
 	// ThawedUnitDays counts days read for the visits of browsers whose
 	// claim may move (only their rows come back).
 	ThawedUnitDays int64
+	// ReclaimDays counts the days whose visits partitions were read to
+	// write cold visits again for claims that moved; ReclaimedVisits the
+	// rows written again; ReclaimMissing the cold visits whose rows the
+	// table did not hold (a bug: their events were read back instead).
+	ReclaimDays, ReclaimedVisits, ReclaimMissing int64
 	// ResidentDays counts the cold days left with residents (events of
 	// visits that reach a day still in memory) after each freeze.
 	ResidentDays int64
@@ -301,6 +307,8 @@ func (p *Processor) Stats() Stats {
 		ThawedDays: p.stats.thawedDays.Load(), Retentions: p.stats.retentions.Load(),
 		RetentionLooks: p.stats.retentionLooks.Load(), ResidentDays: p.stats.residentDays.Load(),
 		ThawedUnitDays: p.stats.thawedUnitDays.Load(),
+		ReclaimDays:    p.stats.reclaimDays.Load(), ReclaimedVisits: p.stats.reclaimedVisits.Load(),
+		ReclaimMissing: p.stats.reclaimMissing.Load(),
 		ErasedDaysRead: p.stats.erasedDaysRead.Load(),
 	}
 }
@@ -804,8 +812,22 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
 		}
 	}
-	// The browsers whose claim may move since the last commit have their
-	// cold visits read back together, each day once a commit.
+	// The browsers whose claim may move since the last commit have the
+	// rows of their cold visits read back from the visits table, each
+	// day once a commit, to be written again with their new person; the
+	// few whose visits cannot be told that way have their events read
+	// back instead (ClaimDays).
+	if days := ps.engine.ReclaimDays(); len(days) > 0 {
+		if err := p.reclaim(ctx, ps, days); err != nil {
+			delete(p.projects, ps.id)
+			first := ps.applied + 1
+			if u := ps.firstSeq(); u > 0 {
+				first = min(first, u)
+			}
+			p.park(ps.id, first, err)
+			return
+		}
+	}
 	if days := ps.engine.ClaimDays(); len(days) > 0 {
 		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
 			delete(p.projects, ps.id)
@@ -1272,6 +1294,52 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 		return err
 	}
 	p.stats.thawedDays.Add(int64(len(days)))
+	return nil
+}
+
+// reclaim reads the visits partitions of days back for the engine's
+// Reclaim (facts/reclaim.go).
+func (p *Processor) reclaim(ctx context.Context, ps *project, days []int32) error {
+	start := p.now()
+	before := ps.engine.Stats()
+	sn, err := p.deps.Reader.Refresh(ctx, ps.id)
+	if err != nil {
+		ps.engine.ReclaimDone()
+		return fmt.Errorf("cannot read back visits of project %q: %w", ps.id, err)
+	}
+	names := make([]string, len(days))
+	for i, d := range days {
+		names[i] = facts.DayName(d)
+	}
+	rows := 0
+	err = sn.Scan(ctx, TableVisits, rollups.ScanOptions{Partitions: names, Uncached: true}, func(b rollups.Batch) error {
+		d, err := facts.ParseDay(b.Partition)
+		if err != nil {
+			return err
+		}
+		r, err := newVisitReader(b.Record)
+		if err != nil {
+			return err
+		}
+		n := int(b.Record.NumRows())
+		for i := range n {
+			if ps.engine.ReclaimWants(r.unitAt(i)) {
+				ps.engine.Reclaim(d, r.row(i))
+			}
+		}
+		rows += n
+		return ctx.Err()
+	})
+	ps.engine.ReclaimDone()
+	after := ps.engine.Stats()
+	p.stats.reclaimDays.Add(int64(len(days)))
+	p.stats.reclaimedVisits.Add(after.ReclaimedVisits - before.ReclaimedVisits)
+	p.stats.reclaimMissing.Add(after.ReclaimMissing - before.ReclaimMissing)
+	if err != nil {
+		return fmt.Errorf("cannot read back visits of days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
+	}
+	p.logger.Debug("visits read back for claims that moved", "project", ps.id, "days", len(days), "visits", rows,
+		"rewritten", after.ReclaimedVisits-before.ReclaimedVisits, "took", p.now().Sub(start).Round(time.Millisecond))
 	return nil
 }
 

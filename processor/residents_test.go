@@ -23,6 +23,7 @@ type midnightCase struct {
 	CrossingPerMidnight int    `json:"crossingPerMidnight"`
 	SessionPercent      int    `json:"sessionPercent"`
 	SignInPercent       int    `json:"signInPercent"`
+	SignInFromDay       int    `json:"signInFromDay"`
 	LatePercent         int    `json:"latePercent"`
 	ResendPercent       int    `json:"resendPercent"`
 	StepHours           int    `json:"stepHours"`
@@ -67,7 +68,7 @@ func midnightTraffic(t *testing.T, mc midnightCase, tmpl *records.Batch, loc *ti
 	visit := func(browser int, start time.Time, n int) {
 		anon := fmt.Sprintf("mid-b%d", browser)
 		user := ""
-		if r.IntN(100) < mc.SignInPercent {
+		if r.IntN(100) < mc.SignInPercent && (browser%2 == 0 || !start.Before(day0.AddDate(0, 0, mc.SignInFromDay))) {
 			user = fmt.Sprintf("mid-u%d", browser%(mc.Browsers/2+1))
 		}
 		var session records.UUID
@@ -146,8 +147,9 @@ func TestColdDaysWithResidents(t *testing.T) {
 	seqs := kept.publish(all...)
 	r := kept.start(func(cfg *Config) { wide(cfg); cfg.HotWindow = cfg.LateWindow }, nil)
 	kept.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
-	if st := r.p.Stats(); st.ResidentDays != 0 || st.ThawedDays != 0 || st.ThawedUnitDays != 0 {
-		t.Fatalf("a processor keeping every day left %d days with residents and read back %d", st.ResidentDays, st.ThawedDays)
+	if st := r.p.Stats(); st.ResidentDays != 0 || st.ThawedDays != 0 || st.ThawedUnitDays != 0 || st.ReclaimDays != 0 {
+		t.Fatalf("a processor keeping every day left %d days with residents and read back %d (%d for browsers, %d visits partitions)",
+			st.ResidentDays, st.ThawedDays, st.ThawedUnitDays, st.ReclaimDays)
 	}
 	r.stop(t)
 
@@ -183,15 +185,26 @@ func TestColdDaysWithResidents(t *testing.T) {
 		total.ResidentDays += st.ResidentDays
 		total.ThawedDays += st.ThawedDays
 		total.ThawedUnitDays += st.ThawedUnitDays
+		total.ReclaimDays += st.ReclaimDays
+		total.ReclaimedVisits += st.ReclaimedVisits
+		total.ReclaimMissing += st.ReclaimMissing
 	}
 	// Reads for browsers signing in happen here when no late event read
 	// their days back first, which depends on the commits' timing:
-	// TestSignInReadsBackTheBrowsersVisits (facts) makes them for sure.
+	// TestSignInRewritesColdVisitsFromTheirRows and
+	// TestSignInReadsBackTheBrowsersVisits (facts) make them for sure.
 	if total.ResidentDays == 0 || total.ThawedDays == 0 {
 		t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
 	}
-	t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in",
-		len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays)
+	if total.ReclaimedVisits == 0 {
+		t.Fatal("no cold visit was written again for a browser that signed in after it went cold; the test needs some (signInFromDay)")
+	}
+	if total.ReclaimMissing != 0 {
+		t.Fatalf("%d cold visits to write again for a claim that moved were not in the visits table", total.ReclaimMissing)
+	}
+	t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in, "+
+		"%d visits partitions read for claims that moved (%d rows written again)",
+		len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays, total.ReclaimDays, total.ReclaimedVisits)
 	if got, want := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)),
 		kept.segmentIDs(c.project.ID, kept.tableDump(c.project.ID)); got != want {
 		t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/mfhq/mf/processor/internal/channels"
 	"github.com/mfhq/mf/processor/internal/facts"
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/rollups/tables"
@@ -520,6 +521,63 @@ func (r *eventReader) thawed(e *facts.Engine, i int) facts.ThawedEvent {
 		}
 	}
 	return t
+}
+
+// visitReader reads rows of the visits table back (Engine.Reclaim).
+type visitReader struct {
+	unit, start, id, end, person, session, events, pageviews, consented   arrow.Array
+	channel, source, medium, campaign, term, content, adPlatform, clickID arrow.Array
+	refHost, refName, landingHost, landingPath, exitPath                  arrow.Array
+	country, region, device, browser, os, locale, sourceID                arrow.Array
+}
+
+func newVisitReader(rec arrow.Record) (*visitReader, error) {
+	c, _ := newColumns(rec)
+	r := &visitReader{}
+	for _, x := range []struct {
+		name string
+		dst  *arrow.Array
+	}{
+		{tables.ColUnit, &r.unit}, {tables.ColStart, &r.start}, {tables.ColID, &r.id}, {tables.ColEnd, &r.end},
+		{tables.ColPerson, &r.person}, {tables.ColSession, &r.session}, {tables.ColEvents, &r.events},
+		{tables.ColPageviews, &r.pageviews}, {tables.ColConsented, &r.consented}, {tables.ColChannel, &r.channel},
+		{tables.ColSource, &r.source}, {tables.ColMedium, &r.medium}, {tables.ColCampaign, &r.campaign},
+		{tables.ColTerm, &r.term}, {tables.ColContent, &r.content}, {tables.ColAdPlatform, &r.adPlatform},
+		{tables.ColClickID, &r.clickID}, {tables.ColReferrerHost, &r.refHost}, {tables.ColReferrerName, &r.refName},
+		{tables.ColLandingHost, &r.landingHost}, {tables.ColLandingPath, &r.landingPath}, {tables.ColExitPath, &r.exitPath},
+		{tables.ColCountry, &r.country}, {tables.ColRegion, &r.region}, {tables.ColDevice, &r.device},
+		{tables.ColBrowser, &r.browser}, {tables.ColOS, &r.os}, {tables.ColLocale, &r.locale}, {tables.ColSourceID, &r.sourceID},
+	} {
+		a, err := c.col(x.name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the visits table: %w", err)
+		}
+		*x.dst = a
+	}
+	return r, nil
+}
+
+func (r *visitReader) unitAt(i int) facts.Ref { return uuidAt(r.unit, i) }
+
+// row returns row i as visitsRecord wrote it (the person is the unit when
+// the column is null; strings copied out of the record).
+func (r *visitReader) row(i int) facts.VisitRow {
+	s := func(a arrow.Array) string { return strings.Clone(strAt(a, i)) }
+	v := facts.VisitRow{
+		ID: uuidAt(r.id, i), Unit: uuidAt(r.unit, i), Person: uuidAt(r.person, i),
+		Session: boolAt(r.session, i), Start: tables.TimeAt(r.start, i), End: tables.TimeAt(r.end, i),
+		Events: tables.Int32At(r.events, i), Pageviews: tables.Int32At(r.pageviews, i), Consented: boolAt(r.consented, i),
+		Touch: channels.Touch{Channel: s(r.channel), Source: s(r.source), Medium: s(r.medium), Campaign: s(r.campaign),
+			Term: s(r.term), Content: s(r.content), AdPlatform: s(r.adPlatform), ClickID: s(r.clickID),
+			RefHost: s(r.refHost), RefName: s(r.refName)},
+		LandingHost: s(r.landingHost), LandingPath: s(r.landingPath), ExitPath: s(r.exitPath),
+		Client: &facts.Client{Country: s(r.country), Region: s(r.region), Device: s(r.device), Browser: s(r.browser),
+			OS: s(r.os), Locale: s(r.locale), Source: s(r.sourceID)},
+	}
+	if r.person.IsNull(i) {
+		v.Person = v.Unit
+	}
+	return v
 }
 
 func strAt(a arrow.Array, i int) string { return tables.StrAt(a, i) }

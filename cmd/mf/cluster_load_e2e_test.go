@@ -105,9 +105,9 @@ func loadgenBinary(t testing.TB) string {
 // each answer line to onAnswer as it comes; it returns loadgen's other
 // output once it has exited 0. It may run on a goroutine of its own: it
 // fails nothing itself.
-func runLoadgen(bin, ingest string, d time.Duration, conns, events int, shape string, retry bool, onAnswer func(loadAnswer)) (string, error) {
-	args := []string{"-target", ingest, "-key", demoSecretKey, "-duration", d.String(),
-		"-conns", strconv.Itoa(conns), "-events", strconv.Itoa(events), "-shape", shape, "-answers"}
+func runLoadgen(bin, ingest string, d time.Duration, conns, events int, shape string, retry bool, onAnswer func(loadAnswer), extra ...string) (string, error) {
+	args := append([]string{"-target", ingest, "-key", demoSecretKey, "-duration", d.String(),
+		"-conns", strconv.Itoa(conns), "-events", strconv.Itoa(events), "-shape", shape, "-answers"}, extra...)
 	if retry {
 		args = append(args, "-retry")
 	}
@@ -272,16 +272,17 @@ func killArm(t testing.TB, minio string, cfg clusterLoadConfig) killFigures {
 	var loadErr error
 	bin := loadgenBinary(t)
 	start := time.Now()
+	onAnswer := func(a loadAnswer) {
+		mu.Lock()
+		defer mu.Unlock()
+		answers = append(answers, a)
+		if a.Status == 202 {
+			accepted++
+		}
+	}
 	go func() {
 		defer close(done)
-		_, loadErr = runLoadgen(bin, ing.ingest, cfg.Arm, cfg.KillConns, cfg.KillEvents, "people", true, func(a loadAnswer) {
-			mu.Lock()
-			defer mu.Unlock()
-			answers = append(answers, a)
-			if a.Status == 202 {
-				accepted++
-			}
-		})
+		_, loadErr = runLoadgen(bin, ing.ingest, cfg.Arm, cfg.KillConns, cfg.KillEvents, "people", true, onAnswer)
 	}()
 	waitFor(t, cfg.Arm+time.Minute, func() bool {
 		select {
@@ -308,6 +309,19 @@ func killArm(t testing.TB, minio string, cfg clusterLoadConfig) killFigures {
 	<-done
 	if loadErr != nil {
 		t.Fatal(loadErr)
+	}
+	// Every connection may have had a batch in flight across the kill,
+	// answered only once the stream had a new leader and after the arm
+	// ended: then no batch was sent after the kill, and one is, resent
+	// until it is accepted.
+	mu.Lock()
+	sentAfter := slices.ContainsFunc(answers, func(a loadAnswer) bool { return a.Sent.After(killAt) })
+	mu.Unlock()
+	if !sentAfter {
+		if _, err := runLoadgen(bin, ing.ingest, time.Millisecond, 1, cfg.KillEvents, "people", true, onAnswer,
+			"-first-worker", strconv.Itoa(cfg.KillConns)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	mu.Lock()

@@ -25,7 +25,9 @@ type load struct {
 	URL, Key string
 	Tmpl     template
 	Conns    int
-	Duration time.Duration
+	// FirstWorker numbers the connections from it (batch ids hold it).
+	FirstWorker int
+	Duration    time.Duration
 	// Retry resends a batch not answered 202 (same id, after RetryPause)
 	// until it is, as a client following the specification does; without
 	// it each batch is sent once.
@@ -49,7 +51,7 @@ func drive(l load, onAnswer func(worker int, a answer)) {
 			defer wg.Done()
 			buf := make([]byte, 0, len(l.Tmpl.body))
 			for seq := uint64(0); time.Now().Before(stop); seq++ {
-				buf = l.Tmpl.stamp(buf, uint64(w), seq)
+				buf = l.Tmpl.stamp(buf, uint64(l.FirstWorker+w), seq)
 				for try := 0; ; try++ {
 					a := send(client, l, buf)
 					onAnswer(w, a)

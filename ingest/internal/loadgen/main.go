@@ -41,6 +41,7 @@ type config struct {
 	Shape              string
 	Floor              bool
 	Retry, Answers     bool
+	FirstWorker        int
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&c.Shape, "shape", shapeMix, "batches: mix (a server SDK's mix of events) or people (page views of one browser a batch, named by the batch id)")
 	flag.BoolVar(&c.Floor, "floor", true, "also measure the floor (decode and publish, no HTTP)")
 	flag.BoolVar(&c.Retry, "retry", false, "resend a batch not answered 202, with its id, until it is")
+	flag.IntVar(&c.FirstWorker, "first-worker", 0, "number of the first connection: batch ids hold it, so a run with another one sends batches no earlier run sent")
 	flag.BoolVar(&c.Answers, "answers", false, "print a line per try: answer SENT_UNIX_NS DONE_UNIX_NS STATUS ACCEPTED_EVENTS")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -142,7 +144,7 @@ func runTarget(c config, tmpl template) error {
 	var sum summary
 	var out sync.Mutex
 	start := time.Now()
-	drive(load{URL: c.Target, Key: c.Key, Tmpl: tmpl, Conns: c.Conns, Duration: c.Duration, Retry: c.Retry, RetryPause: 50 * time.Millisecond},
+	drive(load{URL: c.Target, Key: c.Key, Tmpl: tmpl, Conns: c.Conns, FirstWorker: c.FirstWorker, Duration: c.Duration, Retry: c.Retry, RetryPause: 50 * time.Millisecond},
 		func(_ int, a answer) {
 			sum.add(a)
 			if c.Answers {

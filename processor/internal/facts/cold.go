@@ -333,8 +333,11 @@ func (e *Engine) finalize(through int32) {
 func (e *Engine) freezeVisit(v *visit, row uint64) {
 	t := v.info()
 	t.row = row
+	t.parts = uint8(min(len(v.parts), 255))
+	pp := e.personPart(v)
 	for _, p := range v.parts {
 		p.partVisits.remove(v)
+		t.self = p == pp
 		p.frozen = append(p.frozen, t)
 	}
 	if v.owner != nil {
@@ -732,8 +735,27 @@ func (t *Thawing) Finish() {
 	e.stats.ThawedDays += int64(len(t.cold))
 }
 
-// hash summarises a visit row (every field the table stores).
-func (r *VisitRow) hash() uint64 {
+// hash summarises a visit row (every field the table stores): the hash
+// of its other fields plus one of its person, so that a claim that moves
+// changes a day's summary (coldDay.sum) by personHash(new) −
+// personHash(old) without the rest of the row (Reclaim).
+func (r *VisitRow) hash() uint64 { return r.hashOthers() + personHash(r.Person) }
+
+// personHash mixes a person's ref into 64 bits (zero for none).
+func personHash(p Ref) uint64 {
+	if p.IsZero() {
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(p[0:8]) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(p[8:16]), 29)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// hashOthers is hash without the person.
+func (r *VisitRow) hashOthers() uint64 {
 	h := fnv.New64a()
 	var b [8]byte
 	i64 := func(v int64) {
@@ -753,7 +775,6 @@ func (r *VisitRow) hash() uint64 {
 	}
 	h.Write(r.ID[:])
 	h.Write(r.Unit[:])
-	h.Write(r.Person[:])
 	bo(r.Session)
 	i64(r.Start)
 	i64(r.End)

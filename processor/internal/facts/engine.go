@@ -241,6 +241,13 @@ type Engine struct {
 	// claimWant are browsers whose claim may move while visits of theirs
 	// are cold: their visits are read back (ClaimDays, ThawUnits).
 	claimWant map[*node]bool
+	// reclaimWant are, by day, the cold visits whose rows Reclaim takes,
+	// with the browser whose claim moved; reclaimUnits those browsers.
+	// reclaimed are the rows Reclaim has the next Flush write, by day and
+	// visit id (reclaim.go).
+	reclaimWant  map[int32]map[Ref]*node
+	reclaimUnits map[Ref]bool
+	reclaimed    map[int32]map[Ref]VisitRow
 
 	dc dayCache
 
@@ -315,6 +322,10 @@ type Stats struct {
 	ThawedDays, ThawedEvents                        int64
 	// ThawedUnitDays counts the days ThawUnits read browsers' visits from.
 	ThawedUnitDays int64
+	// ReclaimDays counts the days ReclaimDays named, ReclaimedVisits the
+	// rows Reclaim had written again with another person, ReclaimMissing
+	// the visits whose rows were not given to it (a bug).
+	ReclaimDays, ReclaimedVisits, ReclaimMissing int64
 }
 
 // New returns an empty Engine.
@@ -331,6 +342,7 @@ func New(cfg Config) (*Engine, error) {
 		cold:           map[int32]*coldDay{},
 		thawWant:       map[int32]bool{},
 		claimWant:      map[*node]bool{},
+		reclaimed:      map[int32]map[Ref]VisitRow{},
 		nodes:          map[Ref]*node{},
 		anonRefs:       map[string]Ref{},
 		users:          map[string]*node{},
@@ -789,11 +801,11 @@ func (e *Engine) insert(d *day, ev *event, in *Event, thawed bool) {
 }
 
 // claimMayMove notes that browser b may change hands: the rows of its
-// cold visits show its person, so its visits are read back (ClaimDays,
-// ThawUnits) to be written again if it does.
+// cold visits that credit its person are written again if it does
+// (ReclaimDays, or ClaimDays).
 func (e *Engine) claimMayMove(b *node) {
 	for _, t := range b.frozen {
-		if e.cold[e.DayOf(t.at)] != nil {
+		if t.self && e.cold[e.DayOf(t.at)] != nil {
 			e.claimWant[b] = true
 			return
 		}

@@ -40,6 +40,7 @@ func (e *Engine) clearOutputs() {
 	}
 	clear(e.dirtyVisits)
 	clear(e.dirtyVisitDays)
+	clear(e.reclaimed)
 	clear(e.dirtyPeople)
 	clear(e.dirtyIdents)
 	clear(e.dirtyMembers)
@@ -129,6 +130,23 @@ func (e *Engine) Restore(ch *Changes) {
 		}
 		e.eraseVisits[d] = append(e.eraseVisits[d], ids...)
 	}
+	// Rows Reclaim had written: again, unless their day is written whole
+	// (from memory) or a newer one waits.
+	for d, rows := range ch.Reclaimed {
+		if e.wholeVisitDays[d] {
+			continue
+		}
+		m := e.reclaimed[d]
+		if m == nil {
+			m = map[Ref]VisitRow{}
+			e.reclaimed[d] = m
+		}
+		for _, r := range rows {
+			if _, ok := m[r.ID]; !ok {
+				m[r.ID] = r
+			}
+		}
+	}
 	for b := range ch.People {
 		e.wholePeople[b] = true
 	}
@@ -146,7 +164,8 @@ func (e *Engine) Dirty() bool {
 		len(e.dirtyIdents) > 0 || len(e.dirtyMembers) > 0 || len(e.wholeVisitDays) > 0 ||
 		len(e.wholePeople) > 0 || len(e.wholeIdentities) > 0 || len(e.wholeMembers) > 0 || len(e.dirtyUnits) > 0 ||
 		len(e.dirtySessions) > 0 || len(e.dirtyBrowsers) > 0 || len(e.dirtyParts) > 0 ||
-		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll || len(e.eraseRows) > 0
+		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll || len(e.eraseRows) > 0 ||
+		len(e.reclaimed) > 0
 }
 
 func (e *Engine) build(all bool) *Changes {
@@ -238,16 +257,28 @@ func (e *Engine) build(all bool) *Changes {
 		for d := range gone {
 			days[d] = true
 		}
+		for d := range e.reclaimed {
+			if !wholeDays[d] {
+				if rows := e.reclaimRows(d); len(rows) > 0 {
+					days[d] = true
+					if ch.Reclaimed == nil {
+						ch.Reclaimed = map[int32][]VisitRow{}
+					}
+					ch.Reclaimed[d] = rows
+				}
+			}
+		}
 		for d := range days {
-			vs, ids := changed[d], gone[d]
+			vs, ids, re := changed[d], gone[d], ch.Reclaimed[d]
 			tasks = append(tasks, func() {
-				rows := make([]VisitRow, 0, len(vs)+len(ids))
+				rows := make([]VisitRow, 0, len(vs)+len(ids)+len(re))
 				for _, id := range ids {
 					rows = append(rows, VisitRow{ID: id, Deleted: true})
 				}
 				for _, v := range vs {
 					rows = append(rows, e.visitRow(v))
 				}
+				rows = append(rows, re...)
 				sortVisitRows(rows)
 				mu.Lock()
 				defer mu.Unlock()

@@ -84,6 +84,23 @@ func (e *Engine) visitRows(dn int32) []VisitRow {
 	return rows
 }
 
+// personPart returns the part whose person a visit's row credits: that of
+// the event its touch was decided from, else of its first event with one;
+// nil when none.
+func (e *Engine) personPart(v *visit) *node {
+	switch {
+	case v.touchEv != nil && v.touchEv.part != nil:
+		return v.touchEv.part
+	case len(v.parts) > 0:
+		for _, ev := range v.eventsOf(e) {
+			if ev.part != nil {
+				return ev.part
+			}
+		}
+	}
+	return nil
+}
+
 // visitRow returns the row of a live visit.
 func (e *Engine) visitRow(v *visit) VisitRow {
 	r := VisitRow{ID: v.id, Session: v.session, Start: v.start, End: v.end, Events: v.events,
@@ -91,16 +108,8 @@ func (e *Engine) visitRow(v *visit) VisitRow {
 	if v.owner != nil {
 		r.Unit = v.owner.ref
 	}
-	switch {
-	case v.touchEv != nil && v.touchEv.part != nil:
-		r.Person = personOf(v.touchEv.part).ref
-	case len(v.parts) > 0:
-		for _, ev := range v.eventsOf(e) {
-			if ev.part != nil {
-				r.Person = personOf(ev.part).ref
-				break
-			}
-		}
+	if pp := e.personPart(v); pp != nil {
+		r.Person = personOf(pp).ref
 	}
 	if te := v.touchEv; te != nil {
 		r.LandingHost, r.LandingPath, r.Client = te.Host(), te.Path(), te.Client

@@ -186,6 +186,10 @@ type Changes struct {
 	// of such days, whose deletions VisitDays holds.
 	EraseRows    map[int32][]Ref
 	ErasedVisits map[int32][]Ref
+	// Reclaimed are the rows of cold visits VisitDays holds because their
+	// person changed (Engine.Reclaim), by day: Restore has them written
+	// again (DropRows keeps them).
+	Reclaimed map[int32][]VisitRow
 }
 
 // DropRows lets go of the rows of the events, conversions, visits and

@@ -249,6 +249,13 @@ type touchInfo struct {
 	// visit's row as stored (VisitRow.hash): what an erasure of the
 	// visit takes out of its day's summary (coldDay.sum).
 	row uint64
+	// self marks, on a touch of a cold visit, the part whose person the
+	// visit's row credits (personPart): a move of that part's claim
+	// changes the row (Reclaim).
+	self bool
+	// parts is how many parts the visit has (at most 255): each keeps a
+	// copy of this touch, and a change of the row's hash reaches them all.
+	parts uint8
 }
 
 // same reports whether two touch infos are equal.

@@ -1,0 +1,119 @@
+package facts
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// TestSignInRewritesColdVisitsFromTheirRows: a browser that signs in
+// after its visits went cold has their rows written again crediting the
+// user, from the rows as stored: no event is read back and the day stays
+// out of memory. A failed commit has them written again (Restore); and a
+// later read-back of the whole day finds its visits as the summary says
+// they are stored, so they are not written a third time.
+func TestSignInRewritesColdVisitsFromTheirRows(t *testing.T) {
+	loc := time.UTC
+	cl, err := channels.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := "0195f3b4-0000-7000-8000-000000000001"
+	e, err := New(Config{Project: project, Location: loc, ReportingCurrency: "EUR", Classifier: cl,
+		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
+	var n byte
+	ev := func(anon, user string, at time.Time) records.Event {
+		n++
+		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
+			UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
+	}
+	batch := func(received time.Time, evs ...records.Event) *records.Batch {
+		n++
+		return &records.Batch{Project: project, Mode: records.ModeFull, SourceKind: records.SourceWebsite,
+			ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
+	}
+	a, b := NodeRef(project, KindBrowser, "a"), NodeRef(project, KindBrowser, "b")
+	user := NodeRef(project, KindUser, "u")
+	// Day 0: browsers a and b visit anonymously, a twice; the day goes
+	// cold.
+	e.AddBatch(batch(day.Add(12*time.Hour), ev("a", "", day.Add(9*time.Hour)), ev("b", "", day.Add(9*time.Hour+time.Minute)),
+		ev("a", "", day.Add(11*time.Hour))))
+	stored := e.Flush()
+	d0 := e.DayOf(day.UnixMilli())
+	if len(stored.VisitDays[d0]) != 3 {
+		t.Fatalf("day 0 has %d visits; want 3", len(stored.VisitDays[d0]))
+	}
+	e.Freeze(day.Add(30*time.Hour).UnixMilli(), 0)
+	if e.days[d0] != nil || e.cold[d0] == nil {
+		t.Fatal("day 0 did not go cold")
+	}
+	// Day 2: a signs in as u.
+	e.AddBatch(batch(day.Add(50*time.Hour), ev("a", "u", day.Add(50*time.Hour))))
+	days := e.ReclaimDays()
+	if len(days) != 1 || days[0] != d0 {
+		t.Fatalf("ReclaimDays = %v; want day 0 (%d), where a's visits are", days, d0)
+	}
+	if !e.ReclaimWants(a) || e.ReclaimWants(b) {
+		t.Fatalf("ReclaimWants: a %v, b %v; want a's rows only", e.ReclaimWants(a), e.ReclaimWants(b))
+	}
+	for _, r := range stored.VisitDays[d0] {
+		if e.ReclaimWants(r.Unit) {
+			e.Reclaim(d0, r)
+		}
+	}
+	e.ReclaimDone()
+	if e.days[d0] != nil || e.cold[d0] == nil {
+		t.Fatal("day 0 came back into memory; want it cold")
+	}
+	if days := e.ClaimDays(); len(days) != 0 {
+		t.Fatalf("ClaimDays = %v after Reclaim; want none (no events to read back)", days)
+	}
+	if s := e.Stats(); s.ReclaimedVisits != 2 || s.ReclaimMissing != 0 || s.ThawedEvents != 0 {
+		t.Fatalf("stats %+v; want 2 visits rewritten, none missing, no event read back", s)
+	}
+	check := func(ch *Changes, what string) {
+		t.Helper()
+		if ch.WholeVisitDays[d0] || len(ch.EventDays[d0]) != 0 {
+			t.Fatalf("%s: day 0 written whole (visits %v) or its events again (%d rows)", what, ch.WholeVisitDays[d0], len(ch.EventDays[d0]))
+		}
+		rows := ch.VisitDays[d0]
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d visit rows of day 0 written; want a's 2", what, len(rows))
+		}
+		for _, r := range rows {
+			if r.Unit != a || r.Person != user || r.Deleted {
+				t.Fatalf("%s: row %+v; want a's visit credited to u", what, r)
+			}
+			var was *VisitRow
+			for i := range stored.VisitDays[d0] {
+				if stored.VisitDays[d0][i].ID == r.ID {
+					was = &stored.VisitDays[d0][i]
+				}
+			}
+			if was == nil || was.Start != r.Start || was.End != r.End || was.Touch != r.Touch || was.LandingPath != r.LandingPath {
+				t.Fatalf("%s: row %+v is not the stored one %+v but for its person", what, r, was)
+			}
+		}
+	}
+	ch := e.Flush()
+	check(ch, "first Flush")
+	ch.DropRows()
+	e.Restore(ch)
+	check(e.Flush(), "Flush after Restore")
+	// Read the whole day back, as a late event would: its visits are as
+	// the summary says they are stored, so none is written again.
+	th := e.Thaw([]int32{d0})
+	for _, r := range stored.EventDays[d0] {
+		th.Add(ThawedEvent{Event: r.Event(), Unit: r.Unit, Visit: r.Visit, Channel: r.Channel})
+	}
+	th.Finish()
+	if ch := e.Flush(); len(ch.VisitDays[d0]) != 0 || len(ch.EventDays[d0]) != 0 {
+		t.Fatalf("after reading day 0 back: %d visit rows and %d event rows written; want none", len(ch.VisitDays[d0]), len(ch.EventDays[d0]))
+	}
+}
