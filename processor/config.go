@@ -63,6 +63,13 @@ type Config struct {
 	// (docs/processor.md, "Memory"). 0 lets days go as soon as their
 	// visits end (tests use it to read days back all the time).
 	HotWindow time.Duration
+	// ReclaimInterval is how often at most the cold visits of browsers
+	// whose claim moved (a first sign-in after their visits went cold)
+	// are written again with their new person (1 minute): each time
+	// reads the visits partitions of the days they span, once for every
+	// browser that signed in meanwhile. Until then those rows show the
+	// browser's former person. 0 does it at every commit.
+	ReclaimInterval time.Duration
 	// WatermarkKey is the object in the bucket where the processor keeps
 	// the log position below which every batch is committed: a restart
 	// reads the log from there on.
@@ -133,6 +140,7 @@ func DefaultConfig() Config {
 		VisitTimeout:         30 * time.Minute,
 		LateWindow:           31 * 24 * time.Hour,
 		HotWindow:            2 * time.Hour,
+		ReclaimInterval:      time.Minute,
 		WatermarkKey:         "processor/watermark.json",
 		WatermarkInterval:    2 * time.Second,
 		LeaseName:            "processor",
@@ -175,6 +183,9 @@ func (c Config) Validate() error {
 	}
 	if c.HotWindow < 0 || c.HotWindow > c.LateWindow {
 		errs = append(errs, fmt.Errorf("HotWindow %v must be between 0 and LateWindow %v (default 2h)", c.HotWindow, c.LateWindow))
+	}
+	if c.ReclaimInterval < 0 {
+		errs = append(errs, fmt.Errorf("ReclaimInterval %v must not be negative (default 1m)", c.ReclaimInterval))
 	}
 	if c.WatermarkKey == "" {
 		errs = append(errs, errors.New(`WatermarkKey is empty; use "processor/watermark.json"`))

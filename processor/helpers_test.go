@@ -175,6 +175,10 @@ func (e *env) start(edit func(*Config), segs *Segments) *running {
 	cfg := DefaultConfig()
 	cfg.FlushInterval = 50 * time.Millisecond
 	cfg.BacklogFlushInterval = 200 * time.Millisecond
+	// Claims that move are written to cold visits at every commit, so a
+	// test's last checkpoint has them (TestColdDaysWithResidents also
+	// runs with them pending across a restart).
+	cfg.ReclaimInterval = 0
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -219,6 +223,20 @@ func (r *running) crash(t testing.TB) {
 
 // waitCheckpoint waits until the project's tables hold every batch up to
 // seq, polling the store.
+// checkpoint reads the project's checkpoint from its live manifest.
+func (e *env) checkpoint(project string) checkpoint {
+	e.t.Helper()
+	m, err := e.store.Load(context.Background(), rollups.Live(project))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cp, err := parseCheckpoint(m.Checkpoint("processor"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cp
+}
+
 func (e *env) waitCheckpoint(project string, seq uint64) *rollups.Manifest {
 	e.t.Helper()
 	return e.waitCheckpointWhile(project, seq, nil)

@@ -229,6 +229,13 @@ type project struct {
 
 	compactedAt, collectedAt time.Time
 	maintaining              atomic.Bool // a compaction runs
+	// reclaimedAt is when claims that moved were last written to cold
+	// visits (Config.ReclaimInterval). claimSince, while the stored
+	// checkpoint names days whose visits wait for that, is its position:
+	// the watermark stays below it, so that a restart reads the project's
+	// batches again and loads it, which writes those days' visits.
+	reclaimedAt time.Time
+	claimSince  uint64
 
 	// erasures applied since the last commit started (erasure.go); a
 	// commit takes them and finishes them once it succeeded.
@@ -708,13 +715,21 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 	if cp.Received > 0 {
 		e.Freeze(cp.Received-p.cfg.HotWindow.Milliseconds(), horizon)
 	}
+	// Claims that moved before the last commit whose cold visits were not
+	// written again: which rows they are is not known, so those days'
+	// visits are written whole.
+	days, err := parseDays(cp.Reclaim)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
+	}
+	e.RewriteVisitDays(days)
 	if m.Version > 0 {
 		p.logger.Info("project state rebuilt from its tables", "project", id, "events", n, "checkpoint", cp.Seq,
 			"version", m.Version, "took", p.now().Sub(start).Round(time.Millisecond))
 	}
 	return &project{id: id, engine: e, reporting: cfg.ReportingCurrency, segFP: e.SegmentsFingerprint(),
 		generation: m.Generation, committed: cp, committedRaw: m.Checkpoint(p.cfg.Checkpoint),
-		applied: cp.Seq, received: cp.Received}, nil
+		applied: cp.Seq, received: cp.Received, reclaimedAt: p.now()}, nil
 }
 
 // foldEvents adds every row of the snapshot's events table to e, day by
@@ -772,13 +787,14 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		interval = p.cfg.BacklogFlushInterval
 	}
 	for _, ps := range p.projects {
-		if ps.flushing || !ps.pending && !ps.engine.Dirty() {
+		claims := ps.engine.ClaimsPending() && now.Sub(ps.reclaimedAt) >= p.cfg.ReclaimInterval
+		if ps.flushing || !ps.pending && !ps.engine.Dirty() && !claims {
 			continue
 		}
 		if !all && now.Before(ps.retryAt) {
 			continue
 		}
-		due := all || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
+		due := all || claims || ps.pendingEvts >= p.cfg.MaxPendingEvents || now.Sub(ps.since) >= interval
 		if !due {
 			continue
 		}
@@ -812,13 +828,15 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			ps.engine.SetCatalog(st.Actions(pr.ID), st.Segments(pr.ID))
 		}
 	}
-	// The browsers whose claim may move since the last commit have the
-	// rows of their cold visits read back from the visits table, each
-	// day once a commit, to be written again with their new person; the
-	// few whose visits cannot be told that way have their events read
-	// back instead (ClaimDays).
-	if days := ps.engine.ReclaimDays(); len(days) > 0 {
-		if err := p.reclaim(ctx, ps, days); err != nil {
+	// The browsers whose claim may have moved since the last time have
+	// the rows of their cold visits read back from the visits table, each
+	// day once, to be written again with their new person; the few whose
+	// visits cannot be told that way have their events read back instead
+	// (ClaimDays). Each time costs a pass over those days' visits however
+	// many browsers it serves, so it comes once a ReclaimInterval; the
+	// checkpoint names the days still to do meanwhile.
+	if ps.engine.ClaimsPending() && p.now().Sub(ps.reclaimedAt) >= p.cfg.ReclaimInterval {
+		if err := p.reclaimClaims(ctx, ps); err != nil {
 			delete(p.projects, ps.id)
 			first := ps.applied + 1
 			if u := ps.firstSeq(); u > 0 {
@@ -827,18 +845,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 			p.park(ps.id, first, err)
 			return
 		}
-	}
-	if days := ps.engine.ClaimDays(); len(days) > 0 {
-		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
-			delete(p.projects, ps.id)
-			first := ps.applied + 1
-			if u := ps.firstSeq(); u > 0 {
-				first = min(first, u)
-			}
-			p.park(ps.id, first, err)
-			return
-		}
-		p.stats.thawedUnitDays.Add(int64(len(days)))
+		ps.reclaimedAt = p.now()
 	}
 	for {
 		days := ps.engine.ThawForFlush()
@@ -860,7 +867,8 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	ch := ps.engine.Flush()
 	flushTook := p.now().Sub(flushStart)
 	backlog := p.backlog
-	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint()}
+	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint(),
+		Reclaim: formatDays(ps.engine.PendingClaimDays())}
 	if ch.Empty() && cp.sameData(ps.committed) {
 		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
 		if len(ps.erasures) > 0 {
@@ -971,6 +979,12 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 			"flush", r.flushTook.Round(time.Millisecond), "backlog", r.backlog)
 		ps.committed = r.cp
 		ps.committedRaw = r.cp.String()
+		switch {
+		case r.cp.Reclaim == "":
+			ps.claimSince = 0
+		case ps.claimSince == 0:
+			ps.claimSince = r.cp.Seq
+		}
 		ps.generation = r.manifest.Generation
 		ps.uncommitted = ps.nextFirst
 		p.cfg.Metrics.observe(p)
@@ -1244,6 +1258,9 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 		if s := ps.firstSeq(); s > 0 && s-1 < safe {
 			safe = s - 1
 		}
+		if s := ps.claimSince; s > 0 && s-1 < safe {
+			safe = s - 1
+		}
 	}
 	for _, pk := range p.parked {
 		safe = min(safe, pk.first-1)
@@ -1294,6 +1311,24 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 		return err
 	}
 	p.stats.thawedDays.Add(int64(len(days)))
+	return nil
+}
+
+// reclaimClaims writes the cold visits of the browsers whose claim may
+// have moved again: from the visits table (reclaim), or, for the few it
+// cannot serve, from their events (ThawUnits).
+func (p *Processor) reclaimClaims(ctx context.Context, ps *project) error {
+	if days := ps.engine.ReclaimDays(); len(days) > 0 {
+		if err := p.reclaim(ctx, ps, days); err != nil {
+			return err
+		}
+	}
+	if days := ps.engine.ClaimDays(); len(days) > 0 {
+		if err := p.thawWith(ctx, ps, days, ps.engine.ThawUnits(days)); err != nil {
+			return err
+		}
+		p.stats.thawedUnitDays.Add(int64(len(days)))
+	}
 	return nil
 }
 

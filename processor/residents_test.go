@@ -153,12 +153,7 @@ func TestColdDaysWithResidents(t *testing.T) {
 	}
 	r.stop(t)
 
-	cold := func(cfg *Config) {
-		wide(cfg)
-		cfg.HotWindow = time.Duration(mc.HotWindowMinutes) * time.Minute
-	}
-	stepped := newEnv(t, "")
-	stepped.provision(c)
+	want := kept.segmentIDs(c.project.ID, kept.tableDump(c.project.ID))
 	var steps [][]*records.Batch
 	step := int64(mc.StepHours) * 3_600_000
 	for i := 0; i < len(all); {
@@ -169,44 +164,82 @@ func TestColdDaysWithResidents(t *testing.T) {
 		steps = append(steps, all[i:j])
 		i = j
 	}
-	deliver := func(steps [][]*records.Batch) {
-		for _, bs := range steps {
-			seqs := stepped.publish(bs...)
-			stepped.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
-		}
-	}
-	var total Stats
-	half := len(steps) / 2
-	for _, part := range [][][]*records.Batch{steps[:half], steps[half:]} {
-		r = stepped.start(cold, nil)
-		deliver(part)
-		r.stop(t)
-		st := r.p.Stats()
-		total.ResidentDays += st.ResidentDays
-		total.ThawedDays += st.ThawedDays
-		total.ThawedUnitDays += st.ThawedUnitDays
-		total.ReclaimDays += st.ReclaimDays
-		total.ReclaimedVisits += st.ReclaimedVisits
-		total.ReclaimMissing += st.ReclaimMissing
-	}
-	// Reads for browsers signing in happen here when no late event read
-	// their days back first, which depends on the commits' timing:
-	// TestSignInRewritesColdVisitsFromTheirRows and
-	// TestSignInReadsBackTheBrowsersVisits (facts) make them for sure.
-	if total.ResidentDays == 0 || total.ThawedDays == 0 {
-		t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
-	}
-	if total.ReclaimedVisits == 0 {
-		t.Fatal("no cold visit was written again for a browser that signed in after it went cold; the test needs some (signInFromDay)")
-	}
-	if total.ReclaimMissing != 0 {
-		t.Fatalf("%d cold visits to write again for a claim that moved were not in the visits table", total.ReclaimMissing)
-	}
-	t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in, "+
-		"%d visits partitions read for claims that moved (%d rows written again)",
-		len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays, total.ReclaimDays, total.ReclaimedVisits)
-	if got, want := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)),
-		kept.segmentIDs(c.project.ID, kept.tableDump(c.project.ID)); got != want {
-		t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))
+	// Claims that move are written to cold visits at every commit, or
+	// left pending (ReclaimInterval) until a restart writes their days'
+	// visits whole from the checkpoint's list.
+	for _, v := range []struct {
+		name     string
+		interval time.Duration
+	}{{"every commit", 0}, {"pending across a restart", time.Hour}} {
+		t.Run(v.name, func(t *testing.T) {
+			cold := func(cfg *Config) {
+				wide(cfg)
+				cfg.HotWindow = time.Duration(mc.HotWindowMinutes) * time.Minute
+				cfg.ReclaimInterval = v.interval
+			}
+			stepped := newEnv(t, "")
+			stepped.provision(c)
+			var total Stats
+			var r *running
+			stop := func() {
+				r.stop(t)
+				st := r.p.Stats()
+				total.ResidentDays += st.ResidentDays
+				total.ThawedDays += st.ThawedDays
+				total.ThawedUnitDays += st.ThawedUnitDays
+				total.ReclaimDays += st.ReclaimDays
+				total.ReclaimedVisits += st.ReclaimedVisits
+				total.ReclaimMissing += st.ReclaimMissing
+			}
+			// A restart halfway, and with claims pending after a step (the
+			// checkpoint names their days: a later read back of those days
+			// may take them before the end), a restart right then.
+			var pendingRestarts []string
+			r = stepped.start(cold, nil)
+			for i, bs := range steps {
+				seqs := stepped.publish(bs...)
+				stepped.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+				days := stepped.checkpoint(c.project.ID).Reclaim
+				if i == len(steps)/2 || days != "" && len(pendingRestarts) < 3 || i == len(steps)-1 {
+					stop()
+					r = stepped.start(cold, nil)
+					if days != "" {
+						pendingRestarts = append(pendingRestarts, days)
+						// The restart writes those days' visits whole.
+						waitUntil(t, func() bool { return stepped.checkpoint(c.project.ID).Reclaim == "" })
+					}
+				}
+			}
+			stop()
+			// Reads for browsers signing in happen here when no late event
+			// read their days back first, which depends on the commits'
+			// timing: TestSignInRewritesColdVisitsFromTheirRows and
+			// TestSignInReadsBackTheBrowsersVisits (facts) make them for sure.
+			if total.ResidentDays == 0 || total.ThawedDays == 0 {
+				t.Fatalf("%d days were left with residents and %d read back; the test needs both", total.ResidentDays, total.ThawedDays)
+			}
+			if total.ReclaimMissing != 0 {
+				t.Fatalf("%d cold visits to write again for a claim that moved were not in the visits table", total.ReclaimMissing)
+			}
+			t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in, "+
+				"%d visits partitions read for claims that moved (%d rows written again)",
+				len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays, total.ReclaimDays, total.ReclaimedVisits)
+			if v.interval == 0 {
+				if total.ReclaimedVisits == 0 {
+					t.Fatal("no cold visit was written again for a browser that signed in after it went cold; the test needs some (signInFromDay)")
+				}
+			} else {
+				if total.ReclaimDays != 0 {
+					t.Fatalf("%d visits partitions read for claims within the hour; want them all pending", total.ReclaimDays)
+				}
+				if len(pendingRestarts) == 0 {
+					t.Fatal("no checkpoint named days whose visits wait for a claim that moved; the test needs some (signInFromDay)")
+				}
+				t.Logf("restarts with claims pending, and the days whose visits they wrote whole: %v", pendingRestarts)
+			}
+			if got := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)); got != want {
+				t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))
+			}
+		})
 	}
 }

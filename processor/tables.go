@@ -673,6 +673,36 @@ type checkpoint struct {
 	// are written with revs from it (revOf), each commit with the rev
 	// after the last.
 	Rev int64 `json:"rev,omitempty"`
+	// Reclaim names the days (YYYY-MM-DD, comma-separated) holding cold
+	// visits of browsers whose claim moved and whose rows were not yet
+	// written again (Config.ReclaimInterval): a state rebuilt from the
+	// tables writes those days' visits whole.
+	Reclaim string `json:"reclaim,omitempty"`
+}
+
+// formatDays writes day numbers as Reclaim holds them.
+func formatDays(days []int32) string {
+	names := make([]string, len(days))
+	for i, d := range days {
+		names[i] = facts.DayName(d)
+	}
+	return strings.Join(names, ",")
+}
+
+// parseDays reads Reclaim back.
+func parseDays(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var days []int32
+	for _, name := range strings.Split(s, ",") {
+		d, err := facts.ParseDay(name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the days to write again %q: %w", s, err)
+		}
+		days = append(days, d)
+	}
+	return days, nil
 }
 
 // sameData reports whether two checkpoints hold the same batches and

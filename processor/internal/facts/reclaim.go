@@ -160,3 +160,37 @@ func (e *Engine) reclaimRows(d int32) []VisitRow {
 	}
 	return rows
 }
+
+// ClaimsPending reports whether browsers whose claim may have moved wait
+// for their cold visits to be written again (ReclaimDays, ClaimDays).
+func (e *Engine) ClaimsPending() bool { return len(e.claimWant) > 0 }
+
+// PendingClaimDays returns the cold days (sorted) holding visits whose
+// rows may have to be written again for claims still pending: what a
+// state rebuilt from the tables must write again (RewriteVisitDays) if
+// they are not done before it.
+func (e *Engine) PendingClaimDays() []int32 {
+	var days []int32
+	for b := range e.claimWant {
+		for _, ti := range b.frozen {
+			if d := e.DayOf(ti.at); ti.self && e.cold[d] != nil && !slices.Contains(days, d) {
+				days = append(days, d)
+			}
+		}
+	}
+	slices.Sort(days)
+	return days
+}
+
+// RewriteVisitDays has the next Flush write the visits partitions of days
+// whole from the events (days not cold nor in memory are left): for a
+// state rebuilt from the tables while claims were pending
+// (PendingClaimDays), whose rows it cannot tell from the others.
+func (e *Engine) RewriteVisitDays(days []int32) {
+	for _, d := range days {
+		if e.cold[d] != nil || e.days[d] != nil || len(e.visitsByDay[d]) > 0 {
+			e.wholeVisitDays[d] = true
+			e.dirtyVisitDays[d] = true
+		}
+	}
+}
