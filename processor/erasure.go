@@ -297,7 +297,10 @@ func (p *Processor) eraseIn(ctx context.Context, ps *project, m *message.Message
 	// Only a person who shares a visit or a browser with someone else
 	// needs days read back: the others' rows on days not in memory are
 	// taken out by the commit (erasedPartitions).
-	if days := ps.engine.ErasePlan(ref); len(days) > 0 {
+	final := ps.engine.Stats().FinalDaysRead
+	days := ps.engine.ErasePlan(ref)
+	p.stats.finalDaysRead.Add(ps.engine.Stats().FinalDaysRead - final)
+	if len(days) > 0 {
 		if err := p.thaw(ctx, ps, days); err != nil {
 			return err
 		}

@@ -157,6 +157,7 @@ func (s *Stats) add(o Stats) {
 	s.ReclaimDays += o.ReclaimDays
 	s.ReclaimedVisits += o.ReclaimedVisits
 	s.ReclaimMissing += o.ReclaimMissing
+	s.FinalDaysRead += o.FinalDaysRead
 	s.ErasedDaysRead += o.ErasedDaysRead
 	s.Retentions += o.Retentions
 	s.RetentionLooks += o.RetentionLooks

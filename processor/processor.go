@@ -145,6 +145,7 @@ type counters struct {
 	bytes, parked, thawedDays, retentions, retentionLooks                        atomic.Int64
 	residentDays, thawedUnitDays                                                 atomic.Int64
 	reclaimDays, reclaimedVisits, reclaimMissing                                 atomic.Int64
+	finalDaysRead                                                                atomic.Int64
 	erasedDaysRead                                                               atomic.Int64
 }
 
@@ -179,6 +180,9 @@ type Stats struct {
 	// rows written again; ReclaimMissing the cold visits whose rows the
 	// table did not hold (a bug: their events were read back instead).
 	ReclaimDays, ReclaimedVisits, ReclaimMissing int64
+	// FinalDaysRead counts the final days (past the late window) read
+	// back for the erasure of a person who shares a browser or a visit.
+	FinalDaysRead int64
 	// ResidentDays counts the cold days left with residents (events of
 	// visits that reach a day still in memory) after each freeze.
 	ResidentDays int64
@@ -315,7 +319,7 @@ func (p *Processor) Stats() Stats {
 		RetentionLooks: p.stats.retentionLooks.Load(), ResidentDays: p.stats.residentDays.Load(),
 		ThawedUnitDays: p.stats.thawedUnitDays.Load(),
 		ReclaimDays:    p.stats.reclaimDays.Load(), ReclaimedVisits: p.stats.reclaimedVisits.Load(),
-		ReclaimMissing: p.stats.reclaimMissing.Load(),
+		ReclaimMissing: p.stats.reclaimMissing.Load(), FinalDaysRead: p.stats.finalDaysRead.Load(),
 		ErasedDaysRead: p.stats.erasedDaysRead.Load(),
 	}
 }

@@ -320,8 +320,11 @@ func (e *Engine) finalize(through int32) {
 	if e.final && through <= e.finalThrough {
 		return
 	}
-	for n := range e.cold {
+	for n, c := range e.cold {
 		if n <= through {
+			if c.lo <= c.hi {
+				e.finalSpan[n] = [2]int64{c.lo, c.hi}
+			}
 			delete(e.cold, n)
 		}
 	}

@@ -234,7 +234,12 @@ type Engine struct {
 	// event can arrive for them any more (final is false until set).
 	cold         map[int32]*coldDay
 	finalThrough int32
-	final        bool
+	// finalSpan keeps, for each final day, the span of its visits as its
+	// cold summary had it (coldDay lo, hi): the erasure of a person who
+	// shares a browser or a visit reads final days back (ErasePlan), and
+	// every day their visits touch with them.
+	finalSpan map[int32][2]int64
+	final     bool
 	// thawWant are cold days the engine found it needs after an event was
 	// replaced (ThawNeeded).
 	thawWant map[int32]bool
@@ -326,6 +331,8 @@ type Stats struct {
 	// rows Reclaim had written again with another person, ReclaimMissing
 	// the visits whose rows were not given to it (a bug).
 	ReclaimDays, ReclaimedVisits, ReclaimMissing int64
+	// FinalDaysRead counts the final days ErasePlan named.
+	FinalDaysRead int64
 }
 
 // New returns an empty Engine.
@@ -340,6 +347,7 @@ func New(cfg Config) (*Engine, error) {
 		touches:        map[channels.Touch]*channels.Touch{},
 		days:           map[int32]*day{},
 		cold:           map[int32]*coldDay{},
+		finalSpan:      map[int32][2]int64{},
 		thawWant:       map[int32]bool{},
 		claimWant:      map[*node]bool{},
 		reclaimed:      map[int32]map[Ref]VisitRow{},

@@ -1,6 +1,9 @@
 package facts
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Erasure of a person (docs/privacy.md): every event whose part is one of
 // the person's nodes (the user and the browsers they claim, or an
@@ -27,7 +30,7 @@ func (e *Engine) personNode(ref Ref) *node {
 func (e *Engine) ErasePlan(ref Ref) []int32 {
 	e.compute() // claims as the events added so far make them
 	p := e.personNode(ref)
-	if p == nil || len(e.cold) == 0 {
+	if p == nil || len(e.cold) == 0 && !e.final {
 		return nil
 	}
 	mem := p.members()
@@ -35,17 +38,40 @@ func (e *Engine) ErasePlan(ref Ref) []int32 {
 		return nil
 	}
 	want := map[int32]bool{}
+	var finals []int32
+	add := func(d int32) {
+		switch {
+		case e.cold[d] != nil:
+			want[d] = true
+		case e.final && d <= e.finalThrough && !want[d]:
+			want[d] = true
+			finals = append(finals, d)
+		}
+	}
 	for _, n := range mem {
 		for _, nd := range n.days {
-			if e.cold[nd.num] != nil {
-				want[nd.num] = true
-			}
+			add(nd.num)
 		}
 		for _, t := range n.frozen {
-			if d := e.DayOf(t.at); e.cold[d] != nil {
-				want[d] = true
+			add(e.DayOf(t.at))
+		}
+	}
+	// Final days are read back too, each as a cold day whose visits'
+	// rows are unknown (so they are written whole), with every final day
+	// their visits touch: no late event can reach them, but the person's
+	// rows there must go, and the other person's visits there change.
+	for len(finals) > 0 {
+		d := finals[len(finals)-1]
+		finals = finals[:len(finals)-1]
+		c := &coldDay{lo: math.MaxInt64, hi: math.MinInt64, visits: -1}
+		if s, ok := e.finalSpan[d]; ok {
+			c.lo, c.hi = s[0], s[1]
+			for x := e.DayOf(s[0]); x <= e.DayOf(s[1]); x++ {
+				add(x)
 			}
 		}
+		e.cold[d] = c
+		e.stats.FinalDaysRead++
 	}
 	return e.closure(want)
 }
