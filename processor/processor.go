@@ -791,7 +791,7 @@ func (p *Processor) flushDue(ctx context.Context, all bool) {
 		interval = p.cfg.BacklogFlushInterval
 	}
 	for _, ps := range p.projects {
-		claims := ps.engine.ClaimsPending() && now.Sub(ps.reclaimedAt) >= p.cfg.ReclaimInterval
+		claims := p.claimsDue(ps)
 		if ps.flushing || !ps.pending && !ps.engine.Dirty() && !claims {
 			continue
 		}
@@ -839,7 +839,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	// (ClaimDays). Each time costs a pass over those days' visits however
 	// many browsers it serves, so it comes once a ReclaimInterval; the
 	// checkpoint names the days still to do meanwhile.
-	if ps.engine.ClaimsPending() && p.now().Sub(ps.reclaimedAt) >= p.cfg.ReclaimInterval {
+	if p.claimsDue(ps) {
 		if err := p.reclaimClaims(ctx, ps); err != nil {
 			delete(p.projects, ps.id)
 			first := ps.applied + 1
@@ -1316,6 +1316,19 @@ func (p *Processor) thaw(ctx context.Context, ps *project, days []int32) error {
 	}
 	p.stats.thawedDays.Add(int64(len(days)))
 	return nil
+}
+
+// claimsDue reports whether the cold visits of browsers whose claim may
+// have moved are to be written again now: once a ReclaimInterval, or at
+// the head of the log while that reads few rows (ReclaimRows).
+func (p *Processor) claimsDue(ps *project) bool {
+	if !ps.engine.ClaimsPending() {
+		return false
+	}
+	if p.now().Sub(ps.reclaimedAt) >= p.cfg.ReclaimInterval {
+		return true
+	}
+	return !p.backlog && p.cfg.ReclaimRows > 0 && ps.engine.PendingClaimRows(p.cfg.ReclaimRows)
 }
 
 // reclaimClaims writes the cold visits of the browsers whose claim may

@@ -164,18 +164,22 @@ func TestColdDaysWithResidents(t *testing.T) {
 		steps = append(steps, all[i:j])
 		i = j
 	}
-	// Claims that move are written to cold visits at every commit, or
-	// left pending (ReclaimInterval) until a restart writes their days'
-	// visits whole from the checkpoint's list.
+	// Claims that move are written to cold visits at every commit, or at
+	// the next commit while they read few rows (ReclaimRows, the
+	// processor being at the head of the log), or left pending
+	// (ReclaimInterval) until a restart writes their days' visits whole
+	// from the checkpoint's list.
 	for _, v := range []struct {
 		name     string
 		interval time.Duration
-	}{{"every commit", 0}, {"pending across a restart", time.Hour}} {
+		rows     int
+	}{{"every commit", 0, 0}, {"few rows", time.Hour, 50_000}, {"pending across a restart", time.Hour, 0}} {
 		t.Run(v.name, func(t *testing.T) {
 			cold := func(cfg *Config) {
 				wide(cfg)
 				cfg.HotWindow = time.Duration(mc.HotWindowMinutes) * time.Minute
 				cfg.ReclaimInterval = v.interval
+				cfg.ReclaimRows = v.rows
 			}
 			stepped := newEnv(t, "")
 			stepped.provision(c)
@@ -224,7 +228,7 @@ func TestColdDaysWithResidents(t *testing.T) {
 			t.Logf("%d batches in %d steps: %d days left with residents, %d read back, %d read for browsers signing in, "+
 				"%d visits partitions read for claims that moved (%d rows written again)",
 				len(all), len(steps), total.ResidentDays, total.ThawedDays, total.ThawedUnitDays, total.ReclaimDays, total.ReclaimedVisits)
-			if v.interval == 0 {
+			if v.interval == 0 || v.rows > 0 {
 				if total.ReclaimedVisits == 0 {
 					t.Fatal("no cold visit was written again for a browser that signed in after it went cold; the test needs some (signInFromDay)")
 				}

@@ -182,6 +182,25 @@ func (e *Engine) PendingClaimDays() []int32 {
 	return days
 }
 
+// PendingClaimRows reports whether the days of PendingClaimDays hold at
+// most limit cold visits: about what a reclaim of them reads.
+func (e *Engine) PendingClaimRows(limit int) bool {
+	n := 0
+	seen := map[int32]bool{}
+	for b := range e.claimWant {
+		for _, ti := range b.frozen {
+			d := e.DayOf(ti.at)
+			if c := e.cold[d]; ti.self && c != nil && !seen[d] {
+				seen[d] = true
+				if n += max(c.visits, 0); n > limit {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // RewriteVisitDays has the next Flush write the visits partitions of days
 // whole from the events (days not cold nor in memory are left): for a
 // state rebuilt from the tables while claims were pending
