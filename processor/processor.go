@@ -1386,10 +1386,11 @@ func (p *Processor) reclaim(ctx context.Context, ps *project, days []int32) erro
 	after := ps.engine.Stats()
 	p.stats.reclaimDays.Add(int64(len(days)))
 	p.stats.reclaimedVisits.Add(after.ReclaimedVisits - before.ReclaimedVisits)
-	p.stats.reclaimMissing.Add(after.ReclaimMissing - before.ReclaimMissing)
 	if err != nil {
+		// Rows not read are not missing: the caller lets the project go.
 		return fmt.Errorf("cannot read back visits of days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
 	}
+	p.stats.reclaimMissing.Add(after.ReclaimMissing - before.ReclaimMissing)
 	p.logger.Debug("visits read back for claims that moved", "project", ps.id, "days", len(days), "visits", rows,
 		"rewritten", after.ReclaimedVisits-before.ReclaimedVisits, "took", p.now().Sub(start).Round(time.Millisecond))
 	return nil
