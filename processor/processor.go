@@ -1390,7 +1390,11 @@ func (p *Processor) reclaim(ctx context.Context, ps *project, days []int32) erro
 		// Rows not read are not missing: the caller lets the project go.
 		return fmt.Errorf("cannot read back visits of days %s…%s of project %q: %w", names[0], names[len(names)-1], ps.id, err)
 	}
-	p.stats.reclaimMissing.Add(after.ReclaimMissing - before.ReclaimMissing)
+	if missing := after.ReclaimMissing - before.ReclaimMissing; missing > 0 {
+		p.stats.reclaimMissing.Add(missing)
+		p.logger.Warn("cold visits to write again for claims that moved are not in the visits table; their browsers' events are read back instead",
+			"project", ps.id, "visits", missing)
+	}
 	p.logger.Debug("visits read back for claims that moved", "project", ps.id, "days", len(days), "visits", rows,
 		"rewritten", after.ReclaimedVisits-before.ReclaimedVisits, "took", p.now().Sub(start).Round(time.Millisecond))
 	return nil
