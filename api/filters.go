@@ -256,7 +256,11 @@ func eventValue(p string, r rawFilter, f *Filter) *APIError {
 		}
 		f.Number = n
 	case r.field == "page_host" || r.field == "referrer_host":
-		v = strings.TrimPrefix(strings.ToLower(v), "www.")
+		if v = strings.TrimPrefix(strings.ToLower(v), "www."); v == "" {
+			// "www." alone names no host (and contains "" would match
+			// every one).
+			return badParam(p+"[value]", fmt.Sprintf("%s[value]: %s needs a host, not %q", p, r.field, clipValue(r.value)))
+		}
 	case r.field == "country":
 		if !reCountry.MatchString(v) {
 			return badParam(p+"[value]", fmt.Sprintf("%s[value]: a country is a two-letter code, not %q", p, clipValue(v)))
