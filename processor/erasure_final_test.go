@@ -146,16 +146,6 @@ func TestEraseSharedOnFinalDays(t *testing.T) {
 	if s := base64.StdEncoding.EncodeToString(ref[:]); strings.Contains(live, s) {
 		t.Errorf("the tables still hold erased user %s", sc.Erase)
 	}
-	sub, err := e.log.Subscriber(replaySubscriberConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	rdeps := ReplayDeps{Store: e.store, Reader: e.reader, Catalog: e.cat, Log: e.log, Subscriber: sub, Logger: testLogger(), Bucket: e.bucket}
-	if _, err := Replay(context.Background(), DefaultConfig(), rdeps, ReplayOptions{Project: project, Source: ReplayLog}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.tableDump(project); got != live {
-		t.Fatalf("the tables after the erasure differ from a replay of the log:\n%s", diffLines(live, got))
-	}
+	e.checkReplayOfLog(project, live, "the tables after the erasure")
+
 }

@@ -116,17 +116,25 @@ func TestEraseColdDays(t *testing.T) {
 			t.Errorf("the tables still hold erased person %s", ref)
 		}
 	}
+	e.checkReplayOfLog(project, live, "the tables after the erasures")
+}
+
+// checkReplayOfLog replays the project from the whole log, which applies
+// each erasure in its place with the whole history in memory, and fails
+// unless the tables come out as live (a tableDump), what names them.
+func (e *env) checkReplayOfLog(project, live, what string) {
+	e.t.Helper()
 	sub, err := e.log.Subscriber(replaySubscriberConfig())
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	defer sub.Close()
 	rdeps := ReplayDeps{Store: e.store, Reader: e.reader, Catalog: e.cat, Log: e.log, Subscriber: sub, Logger: testLogger(), Bucket: e.bucket}
 	if _, err := Replay(context.Background(), DefaultConfig(), rdeps, ReplayOptions{Project: project, Source: ReplayLog}); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	if got := e.tableDump(project); got != live {
-		t.Fatalf("the tables after the erasures differ from a replay of the log:\n%s", diffLines(live, got))
+		e.t.Fatalf("%s differ from a replay of the log:\n%s", what, diffLines(live, got))
 	}
 }
 

@@ -3,9 +3,6 @@ package facts
 import (
 	"testing"
 	"time"
-
-	"github.com/mfhq/mf/processor/internal/channels"
-	"github.com/mfhq/mf/storage/records"
 )
 
 // TestSignInRewritesColdVisitsFromTheirRows: a browser that signs in
@@ -15,29 +12,8 @@ import (
 // later read-back of the whole day finds its visits as the summary says
 // they are stored, so they are not written a third time.
 func TestSignInRewritesColdVisitsFromTheirRows(t *testing.T) {
-	loc := time.UTC
-	cl, err := channels.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := "0195f3b4-0000-7000-8000-000000000001"
-	e, err := New(Config{Project: project, Location: loc, ReportingCurrency: "EUR", Classifier: cl,
-		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
-	var n byte
-	ev := func(anon, user string, at time.Time) records.Event {
-		n++
-		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
-			UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
-	}
-	batch := func(received time.Time, evs ...records.Event) *records.Batch {
-		n++
-		return &records.Batch{Project: project, Mode: records.ModeFull, SourceKind: records.SourceWebsite,
-			ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
-	}
+	ct := newColdTest(t)
+	e, ev, batch, day, project := ct.e, ct.ev, ct.batch, coldDay0, coldProject
 	a, b := NodeRef(project, KindBrowser, "a"), NodeRef(project, KindBrowser, "b")
 	user := NodeRef(project, KindUser, "u")
 	// Day 0: browsers a and b visit anonymously, a twice; the day goes

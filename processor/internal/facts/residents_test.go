@@ -14,28 +14,50 @@ import (
 // (a resident); a Flush that would write that day's partitions whole (a
 // failed commit given back with Restore) must have the day read back
 // first (ThawForFlush), else it would write only the residents' rows.
-func TestResidentsAreReadBackBeforeAWholeWrite(t *testing.T) {
-	loc := time.UTC
+// coldTest is an engine of coldProject in UTC with a 30-minute visit
+// timeout, and makers of its pageviews and batches (numbered in turn).
+type coldTest struct {
+	e *Engine
+	n byte
+}
+
+const coldProject = "0195f3b4-0000-7000-8000-000000000001"
+
+// coldDay0 is the first day of the cold-day tests.
+var coldDay0 = time.Date(2026, 4, 20, 0, 0, 0, 0, time.UTC)
+
+func newColdTest(t *testing.T) *coldTest {
+	t.Helper()
 	cl, err := channels.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Project: "0195f3b4-0000-7000-8000-000000000001", Location: loc, ReportingCurrency: "EUR",
-		Classifier: cl, VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
+	e, err := New(Config{Project: coldProject, Location: time.UTC, ReportingCurrency: "EUR", Classifier: cl,
+		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
-	var n byte
-	ev := func(anon string, at time.Time) records.Event {
-		n++
-		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
-			Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
-	}
-	batch := func(received time.Time, evs ...records.Event) *records.Batch {
-		n++
-		return &records.Batch{Project: e.cfg.Project, Mode: records.ModeFull, SourceKind: records.SourceWebsite, ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
-	}
+	return &coldTest{e: e}
+}
+
+// ev is a pageview of browser anon (signed in as user unless "") at at.
+func (c *coldTest) ev(anon, user string, at time.Time) records.Event {
+	c.n++
+	return records.Event{ID: records.UUID{0xe0, c.n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
+		UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
+}
+
+// batch is a website batch of evs received at received.
+func (c *coldTest) batch(received time.Time, evs ...records.Event) *records.Batch {
+	c.n++
+	return &records.Batch{Project: coldProject, Mode: records.ModeFull, SourceKind: records.SourceWebsite,
+		ID: records.UUID{0xb0, c.n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
+}
+
+func TestResidentsAreReadBackBeforeAWholeWrite(t *testing.T) {
+	ct := newColdTest(t)
+	e, batch, day := ct.e, ct.batch, coldDay0
+	ev := func(anon string, at time.Time) records.Event { return ct.ev(anon, "", at) }
 	// Day 0: a visit in the morning (goes cold) and one from 23:50 to
 	// 00:10 (a resident); day 1: a visit in the afternoon, still open.
 	e.AddBatch(batch(day.Add(10*time.Hour), ev("a", day.Add(9*time.Hour)), ev("a", day.Add(9*time.Hour+5*time.Minute))))
@@ -80,29 +102,8 @@ func TestResidentsAreReadBackBeforeAWholeWrite(t *testing.T) {
 // others' rows stay out), and the next Flush writes the visit's row with
 // the user as its person, not the day whole.
 func TestSignInReadsBackTheBrowsersVisits(t *testing.T) {
-	loc := time.UTC
-	cl, err := channels.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := "0195f3b4-0000-7000-8000-000000000001"
-	e, err := New(Config{Project: project, Location: loc, ReportingCurrency: "EUR", Classifier: cl,
-		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	day := time.Date(2026, 4, 20, 0, 0, 0, 0, loc)
-	var n byte
-	ev := func(anon, user string, at time.Time) records.Event {
-		n++
-		return records.Event{ID: records.UUID{0xe0, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(), AnonymousID: anon,
-			UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}
-	}
-	batch := func(received time.Time, evs ...records.Event) *records.Batch {
-		n++
-		return &records.Batch{Project: project, Mode: records.ModeFull, SourceKind: records.SourceWebsite,
-			ID: records.UUID{0xb0, n, 6: 0x40, 8: 0x80}, ReceivedAt: received.UnixMilli(), Events: evs}
-	}
+	ct := newColdTest(t)
+	e, ev, batch, day, project := ct.e, ct.ev, ct.batch, coldDay0, coldProject
 	// Day 0: browsers a and b visit anonymously; both days go cold.
 	e.AddBatch(batch(day.Add(10*time.Hour), ev("a", "", day.Add(9*time.Hour)), ev("b", "", day.Add(9*time.Hour+time.Minute))))
 	stored := e.Flush()
