@@ -2,16 +2,11 @@ package rollups
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // compactTierBase is the size of the smallest compaction tier: files up to
@@ -30,6 +25,11 @@ type CompactStats struct {
 	// Partial counts the committed merges of keyed tables that took part
 	// of a partition's files (and so kept its deletions).
 	Partial int
+	// PeakBytes is the most Arrow memory one merge held at once (decoded
+	// batches, the row group being built, the encoder's pages): a merge
+	// streams, so this follows the number of inputs and the row group
+	// size, not the size of the files.
+	PeakBytes int64
 }
 
 // Compact merges small data files of every table and partition of target
@@ -92,7 +92,8 @@ func (s *Store) compact(ctx context.Context, target Target, pick func(name strin
 			files := ts.Partitions[part]
 			groups := pick(name, def, part, files)
 			for _, group := range groups {
-				out, err := s.mergeFiles(ctx, target.Project, def, part, group, len(group) == len(files))
+				out, peak, err := s.mergeFiles(ctx, target.Project, def, part, group, len(group) == len(files))
+				st.PeakBytes = max(st.PeakBytes, peak)
 				if err != nil {
 					return st, fmt.Errorf("cannot compact %s table %q partition %q: %w", target, name, part, err)
 				}
@@ -239,104 +240,4 @@ func tier(size int64, minFiles int) int {
 		return 0
 	}
 	return int(math.Log(float64(size)/compactTierBase) / math.Log(float64(minFiles)))
-}
-
-// mergeFiles reads the group's files, merges their rows in sort-key order
-// (stable: equal keys keep the files' commit order) and writes one file.
-// A keyed table's group keeps per key its newest row; whole says the group
-// is all of the partition, whose merge also drops the deleted rows.
-func (s *Store) mergeFiles(ctx context.Context, project string, def *Table, partition string, group []DataFile, whole bool) ([]DataFile, error) {
-	recs := make([]arrow.Record, 0, len(group))
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for _, f := range group {
-		rec, err := s.readFile(ctx, project, f, def.Schema)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, rec)
-	}
-	var merged arrow.Record
-	if len(def.Key) > 0 {
-		// Per key the row with the highest rev, with its rev, so that
-		// files committed meanwhile still win over it; deletions are kept
-		// unless the group is the whole partition (nothing else can hold
-		// a row they stand for).
-		m, err := mergeKeyed(s.pool, def, def.Schema, recs, !whole)
-		if err != nil {
-			return nil, err
-		}
-		merged = m
-	} else {
-		order, _, err := sortedOrder(def.Schema, def.SortKey, recs)
-		if err != nil {
-			return nil, err
-		}
-		if merged, err = takeRecord(s.pool, def.Schema, recs, order); err != nil {
-			return nil, err
-		}
-	}
-	defer merged.Release()
-	if merged.NumRows() == 0 {
-		return nil, nil // every key deleted: the partition empties
-	}
-	f, err := s.writeRecord(ctx, project, def, partition, merged)
-	if err != nil {
-		return nil, err
-	}
-	return []DataFile{f}, nil
-}
-
-// readFile reads a whole data file as one record of schema (columns the
-// file lacks are nulls).
-func (s *Store) readFile(ctx context.Context, project string, f DataFile, schema *arrow.Schema) (arrow.Record, error) {
-	key := s.layout.file(project, f.Ref())
-	src, err := openSource(ctx, s.bucket, key, f.Bytes, math.MaxInt64, nil)
-	if err != nil {
-		return nil, err
-	}
-	fs, err := fileSchema(src.meta)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the schema of data file %q: %w", key, err)
-	}
-	fr, err := src.arrowReader()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
-	}
-	var cols []int
-	for _, fld := range schema.Fields() {
-		if idx := fs.FieldIndices(fld.Name); len(idx) == 1 {
-			if !arrow.TypeEqual(fs.Field(idx[0]).Type, fld.Type) {
-				return nil, fmt.Errorf("%w: column %q of %q is %s, the table says %s", ErrSchemaMismatch, fld.Name, key, fs.Field(idx[0]).Type, fld.Type)
-			}
-			cols = append(cols, idx[0])
-		}
-	}
-	rows := src.meta.NumRows
-	rgs := make([]int, len(src.meta.RowGroups))
-	for i := range rgs {
-		rgs[i] = i
-	}
-	arrs, err := readColumns(ctx, fr, rgs, cols)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
-	}
-	out := make([]arrow.Array, schema.NumFields())
-	defer releaseAll(out)
-	j := 0
-	for i, fld := range schema.Fields() {
-		if len(fs.FieldIndices(fld.Name)) != 1 {
-			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fld.Type, int(rows))
-			continue
-		}
-		out[i] = arrs[j]
-		j++
-	}
-	if int64(out[0].Len()) != rows {
-		return nil, errors.New("row count of " + key + " differs from its footer")
-	}
-	return array.NewRecord(schema, out, rows), nil
 }

@@ -192,7 +192,7 @@ func TestKeyedTable(t *testing.T) {
 				if !whole && len(files) > 1 {
 					files = files[1:]
 				}
-				out, err := st.mergeFiles(ctx, "p", def, part, files, whole)
+				out, _, err := st.mergeFiles(ctx, "p", def, part, files, whole)
 				if err != nil {
 					t.Fatal(err)
 				}
