@@ -1,12 +1,16 @@
 package facts
 
 import (
+	"hash/maphash"
 	"slices"
 )
 
-// personState is a computed person, cached in a compact form (about half
-// the size of its PersonRow: the touches and the client are pointers to
-// shared values); row expands it. A recomputation replaces it.
+// personState is a computed person in a compact form (about half the
+// size of its PersonRow: the touches and the client are pointers to
+// shared values); row expands it. It is kept only from the compute that
+// changed the person to the Flush that outputs its row (dirtyPeople):
+// what stays of every person is the hash of its row (bucketIndex), and a
+// partition written whole computes its persons again (personRows).
 type personState struct {
 	core        personCore
 	first, last touchInfo
@@ -58,29 +62,38 @@ func (s *personState) row(out *PersonRow) {
 	r.FirstPurchase, r.Intent = c.firstPurchase, c.intent
 }
 
-// equal reports whether two states give the same row.
-func (s *personState) equal(o *personState) bool {
-	return s.core == o.core && s.first.same(o.first) && s.last.same(o.last) &&
-		sameClient(s.client, o.client) && slices.Equal(s.revenue, o.revenue)
+// hash returns a hash of the row the state gives (never 0), under the
+// engine's seed: equal rows hash alike, and two rows that differ hash
+// alike with a chance of 2^-64.
+func (s *personState) hash(seed maphash.Seed) uint64 {
+	var r PersonRow
+	s.row(&r)
+	return r.hash(seed)
 }
 
-func sameClient(a, b *Client) bool {
-	if a == nil || b == nil {
-		return a == b
+// hash returns a hash of every field of the row (never 0).
+func (r *PersonRow) hash(seed maphash.Seed) uint64 {
+	h := maphash.Comparable(seed, r.personScalars)
+	for _, a := range r.Revenue {
+		h = h*0x9e3779b97f4a7c15 + maphash.Comparable(seed, a)
 	}
-	return *a == *b
+	if r.Deleted {
+		h = ^h
+	}
+	return h | 1
 }
 
-// bucketIndex holds the per-bucket indexes.
+// bucketIndex holds the per-bucket indexes: persons by ref, with the hash
+// of their row as last computed (personState.hash).
 type bucketIndex struct {
-	persons    [Buckets]map[Ref]*personState
+	persons    [Buckets]map[Ref]uint64
 	identities [Buckets]map[Ref]*node
 	members    [Buckets]map[Ref][]string
 }
 
 func (e *Engine) bucketsInit() {
 	for i := range Buckets {
-		e.bx.persons[i] = map[Ref]*personState{}
+		e.bx.persons[i] = map[Ref]uint64{}
 		e.bx.identities[i] = map[Ref]*node{}
 		e.bx.members[i] = map[Ref][]string{}
 	}
@@ -142,6 +155,7 @@ func (e *Engine) compute() {
 type personUpdate struct {
 	p          *node
 	state      *personState // nil: unchanged (or no longer a person)
+	hash       uint64       // of state's row
 	members    []string
 	setMembers bool
 }
@@ -170,16 +184,16 @@ func (e *Engine) recomputePersons(forceMembers bool) {
 		u := &ups[i]
 		b := Bucket(u.p.ref)
 		if !isPerson(u.p) {
-			if e.bx.persons[b][u.p.ref] != nil {
+			if _, ok := e.bx.persons[b][u.p.ref]; ok {
 				delete(e.bx.persons[b], u.p.ref)
-				e.dirtyPeople[u.p.ref] = true
+				e.dirtyPeople[u.p.ref] = nil
 			}
 			e.setMembers(b, u.p.ref, nil)
 			continue
 		}
 		if u.state != nil {
-			e.bx.persons[b][u.p.ref] = u.state
-			e.dirtyPeople[u.p.ref] = true
+			e.bx.persons[b][u.p.ref] = u.hash
+			e.dirtyPeople[u.p.ref] = u.state
 		}
 		if u.setMembers {
 			e.setMembers(b, u.p.ref, u.members)
@@ -192,11 +206,11 @@ func (e *Engine) computePersonUpdate(u *personUpdate, forceMembers bool) {
 	if !isPerson(u.p) {
 		return
 	}
-	old := e.bx.persons[Bucket(u.p.ref)][u.p.ref]
+	old, had := e.bx.persons[Bucket(u.p.ref)][u.p.ref]
 	f := e.computePerson(u.p)
-	if st := newPersonState(f); old == nil || !old.equal(&st) {
-		u.state = new(personState)
-		*u.state = st
+	st := newPersonState(f)
+	if h := st.hash(e.seed); !had || h != old {
+		u.state, u.hash = &st, h
 	} else if !forceMembers {
 		return
 	}

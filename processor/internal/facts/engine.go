@@ -15,6 +15,7 @@ package facts
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
@@ -289,7 +290,7 @@ type Engine struct {
 	// each visit's row was last output to, so that a visit that moves
 	// or vanishes leaves a deletion there.
 	dirtyVisits  map[Ref]*visit
-	dirtyPeople  map[Ref]bool
+	dirtyPeople  map[Ref]*personState // nil: no longer a person
 	dirtyIdents  map[Ref]bool
 	dirtyMembers map[Ref][]string
 	visitOut     map[Ref]int32
@@ -310,6 +311,7 @@ type Engine struct {
 	wholeMembers    map[int]bool
 
 	bx       bucketIndex
+	seed     maphash.Seed   // of the persons' row hashes (bucketIndex)
 	segCount map[string]int // members per segment ref
 
 	stats Stats
@@ -367,7 +369,7 @@ func New(cfg Config) (*Engine, error) {
 		dirtyIdentity:  map[*node]bool{},
 
 		dirtyVisits:     map[Ref]*visit{},
-		dirtyPeople:     map[Ref]bool{},
+		dirtyPeople:     map[Ref]*personState{},
 		dirtyIdents:     map[Ref]bool{},
 		dirtyMembers:    map[Ref][]string{},
 		visitOut:        map[Ref]int32{},
@@ -380,6 +382,7 @@ func New(cfg Config) (*Engine, error) {
 		erasing:         map[int32]map[Ref]bool{},
 	}
 	e.bucketsInit()
+	e.seed = maphash.MakeSeed()
 	e.epochUnits, e.epochParts, e.epochSessions = 1, 1, 1
 	e.noneTouch = e.touchOf(channels.Touch{Channel: channels.None})
 	e.segCount = map[string]int{}

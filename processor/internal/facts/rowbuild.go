@@ -117,12 +117,17 @@ func (e *Engine) visitRow(v *visit) VisitRow {
 	return r
 }
 
+// personRows computes the rows of every person of bucket b again: only
+// the hash of a person's row is kept (bucketIndex), and a whole bucket
+// is written only after a failed commit, a change of segments or for a
+// replay.
 func (e *Engine) personRows(b int) []*PersonRow {
 	rows := make([]*PersonRow, 0, len(e.bx.persons[b]))
 	all := make([]PersonRow, len(e.bx.persons[b]))
 	i := 0
-	for _, p := range e.bx.persons[b] {
-		p.row(&all[i])
+	for ref := range e.bx.persons[b] {
+		st := newPersonState(e.computePerson(e.nodes[ref]))
+		st.row(&all[i])
 		rows = append(rows, &all[i])
 		i++
 	}
@@ -162,7 +167,7 @@ func (e *Engine) personChanges(b int, refs []Ref) []*PersonRow {
 	rows := make([]PersonRow, len(refs))
 	out := make([]*PersonRow, len(refs))
 	for i, ref := range refs {
-		if p := e.bx.persons[b][ref]; p != nil {
+		if p := e.dirtyPeople[ref]; p != nil {
 			p.row(&rows[i])
 		} else {
 			rows[i].Ref, rows[i].Deleted = ref, true
