@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -113,6 +114,7 @@ func NewAdmin(cfg AdminConfig, cat *catalog.Catalog, ready func() bool, logger *
 	if cfg.Metrics != nil {
 		app.Get("/metrics", a.auth, adaptor.HTTPHandler(cfg.Metrics))
 	}
+	app.Get("/debug/pprof/*", a.auth, adaptor.HTTPHandler(pprofHandler()))
 	g := app.Group("/admin/v1", a.auth)
 	g.Put("/provision", a.provision)
 	g.Get("/catalog", a.catalogSummary)
@@ -448,4 +450,18 @@ func (a *Admin) export(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, "application/x-ndjson")
 	return c.Send(buf.Bytes())
+}
+
+// pprofHandler serves Go's runtime profiles (heap, goroutines, CPU for
+// ?seconds=N, traces) under /debug/pprof/, as Prometheus and
+// VictoriaMetrics do: what an operator sends with a report of a process
+// that uses too much memory or CPU.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

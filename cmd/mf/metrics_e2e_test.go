@@ -115,6 +115,17 @@ func TestMetricsCountWhatWasAnswered(t *testing.T) {
 			t.Errorf("GET /metrics with %v: %d %s, want 401", h, code, body)
 		}
 	}
+	// Go's profiles are behind the same authentication, on the admin
+	// listener only.
+	if code, _, body := do(t, "GET", p.admin+"/debug/pprof/heap?debug=1", nil); code != 401 {
+		t.Errorf("GET /debug/pprof/heap without a token: %d %s, want 401", code, body)
+	}
+	if code, _, body := do(t, "GET", p.admin+"/debug/pprof/heap?debug=1", nil, auth...); code != 200 || !strings.Contains(string(body), "heap profile:") {
+		t.Errorf("GET /debug/pprof/heap: %d %.200s, want 200 and a heap profile", code, body)
+	}
+	if code, _, _ := do(t, "GET", p.api+"/debug/pprof/heap", nil, auth...); code != 404 {
+		t.Errorf("GET the API's /debug/pprof/heap: %d, want 404", code)
+	}
 	// Only the admin listener serves it.
 	for _, base := range []string{p.ingest, p.api} {
 		if code, _, _ := do(t, "GET", base+"/metrics", nil, auth...); code != 404 {
