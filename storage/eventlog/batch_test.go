@@ -54,13 +54,38 @@ func TestBatchMessageRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(back, &b) {
 				t.Errorf("payload decodes to %+v, want %+v", back, &b)
 			}
-			if got, want := eventlog.BatchDedupeID(b.Project, b.ID), b.Project+":"+b.ID.String(); got != want {
-				t.Errorf("dedupe id %q, want %q", got, want)
+			if got := eventlog.BatchDedupeID(b.Project, b.ID); len(got) != 22 || got != eventlog.BatchDedupeID(b.Project, b.ID) {
+				t.Errorf("dedupe id %q: want 22 characters, the same each time", got)
 			}
 			if got, want := eventlog.BatchSubject(b.Project), "batches."+b.Project; got != want {
 				t.Errorf("subject %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The dedupe id of a batch is pinned by vectors computed apart from the
+// code (testdata/dedupe-ids.json): it is stored in the stream, and a new
+// format would store a batch resent across an upgrade twice.
+func TestBatchDedupeIDVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/dedupe-ids.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []struct{ Project, Batch, ID string }
+	}
+	if err := json.Unmarshal(raw, &f); err != nil || len(f.Cases) == 0 {
+		t.Fatalf("testdata/dedupe-ids.json: %v (%d cases)", err, len(f.Cases))
+	}
+	for _, c := range f.Cases {
+		id, ok := records.ParseUUID(c.Batch)
+		if !ok {
+			t.Fatalf("batch %q is not a UUID", c.Batch)
+		}
+		if got := eventlog.BatchDedupeID(c.Project, id); got != c.ID {
+			t.Errorf("BatchDedupeID(%q, %s) = %q, want %q", c.Project, c.Batch, got, c.ID)
+		}
 	}
 }
 

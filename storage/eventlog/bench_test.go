@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/mfhq/mf/storage/records"
 )
 
 // benchPayloadSize is the size of a large ingest batch as the log stores it.
@@ -173,4 +176,50 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDedupeMemory measures the memory the embedded server keeps per
+// dedupe id in the batches stream's window: b.N batches of a few bytes
+// published with PublishOnce, the heap in use after a collection before
+// and after, per id ("heap-B/id"). "batch-id" uses BatchDedupeID; "long"
+// the former "<project>:<batch id>" (73 characters).
+func BenchmarkDedupeMemory(b *testing.B) {
+	const project = "0b5e6f1c-9a7d-4e2b-8c3f-2d1e0f9a8b7c"
+	for _, format := range []struct {
+		name string
+		id   func(records.UUID) string
+	}{
+		{"batch-id", func(id records.UUID) string { return BatchDedupeID(project, id) }},
+		{"long", func(id records.UUID) string { return project + ":" + id.String() }},
+	} {
+		b.Run(format.name, func(b *testing.B) {
+			l := openLog(b, testConfig(b.TempDir()))
+			pub := l.Publisher()
+			ctx := context.Background()
+			payload := []byte("{}")
+			before := heapInUse()
+			b.ResetTimer()
+			for i := range b.N {
+				var u records.UUID
+				if _, err := rand.Read(u[:]); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pub.PublishOnce(ctx, "batches.bench", format.id(u), message.NewMessage(strconv.Itoa(i), payload)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			after := heapInUse()
+			b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/id")
+		})
+	}
+}
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
