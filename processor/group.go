@@ -159,6 +159,7 @@ func (s *Stats) add(o Stats) {
 	s.ReclaimMissing += o.ReclaimMissing
 	s.FinalDaysRead += o.FinalDaysRead
 	s.ErasedDaysRead += o.ErasedDaysRead
+	s.MaxCommitEvents = max(s.MaxCommitEvents, o.MaxCommitEvents)
 	s.Retentions += o.Retentions
 	s.RetentionLooks += o.RetentionLooks
 	s.Parked += o.Parked

@@ -108,10 +108,14 @@ type Processor struct {
 	sem      chan struct{}
 	inflight sync.WaitGroup
 
-	lastSeq       atomic.Uint64 // the highest log position handled
-	watermark     atomic.Uint64
-	watermarkAt   time.Time
-	backlog       bool
+	lastSeq     atomic.Uint64 // the highest log position handled
+	watermark   atomic.Uint64
+	watermarkAt time.Time
+	backlog     bool
+	// waitFor is a project whose commit is in flight while MaxPendingEvents
+	// more of its events are applied: Run reads no batch until that commit
+	// is done.
+	waitFor       *project
 	stats         counters
 	ready         atomic.Bool
 	leading       atomic.Bool   // holds the lease and reads the log
@@ -147,6 +151,7 @@ type counters struct {
 	reclaimDays, reclaimedVisits, reclaimMissing                                 atomic.Int64
 	finalDaysRead                                                                atomic.Int64
 	erasedDaysRead                                                               atomic.Int64
+	maxCommitEvents                                                              atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -186,6 +191,9 @@ type Stats struct {
 	// ResidentDays counts the cold days left with residents (events of
 	// visits that reach a day still in memory) after each freeze.
 	ResidentDays int64
+	// MaxCommitEvents is the most events one commit took: in a backlog
+	// about MaxPendingEvents (plus a batch), whatever the backlog's size.
+	MaxCommitEvents int64
 	// ErasedDaysRead counts the days whose events and conversions
 	// partitions an erasure read to rewrite them without the person's rows
 	// (days not in memory; erasure_rows.go).
@@ -320,7 +328,7 @@ func (p *Processor) Stats() Stats {
 		ThawedUnitDays: p.stats.thawedUnitDays.Load(),
 		ReclaimDays:    p.stats.reclaimDays.Load(), ReclaimedVisits: p.stats.reclaimedVisits.Load(),
 		ReclaimMissing: p.stats.reclaimMissing.Load(), FinalDaysRead: p.stats.finalDaysRead.Load(),
-		ErasedDaysRead: p.stats.erasedDaysRead.Load(),
+		ErasedDaysRead: p.stats.erasedDaysRead.Load(), MaxCommitEvents: p.stats.maxCommitEvents.Load(),
 	}
 }
 
@@ -391,8 +399,17 @@ func (p *Processor) runHeld(ctx context.Context, lease *eventlog.Lease) error {
 	tick := time.NewTicker(p.cfg.FlushInterval / 4)
 	defer tick.Stop()
 	for {
+		// A project with MaxPendingEvents applied while its commit is in
+		// flight holds the next batches back until that commit is done:
+		// in a backlog the batches come faster than commits go, and the
+		// next commit would otherwise take all of them (its records grow
+		// with it: 470,000 events, 1.2 GB, in the soak).
+		in := msgs
+		if p.waitFor != nil {
+			in = nil
+		}
 		select {
-		case m, ok := <-msgs:
+		case m, ok := <-in:
 			if !ok {
 				// The subscription ends with ctx (or the log closed).
 				if ctx.Err() != nil && p.crashOnStop.Load() {
@@ -571,6 +588,9 @@ func (p *Processor) apply(ctx context.Context, m *message.Message, seq uint64) {
 		p.logger.Warn("events for days already final were dropped (older than the late window)", "project", ps.id, "seq", seq, "events", d)
 	}
 	ps.noteApplied(seq, len(b.Events), b.ReceivedAt, p.now())
+	if ps.flushing && ps.pendingEvts >= p.cfg.MaxPendingEvents {
+		p.waitFor = ps
+	}
 }
 
 // parkUndecodable parks the project of a batch that cannot be decoded (a
@@ -897,6 +917,9 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	ps.erasures = nil
 	events := ps.pendingEvts
 	ps.pending, ps.pendingEvts = false, 0
+	if int64(events) > p.stats.maxCommitEvents.Load() {
+		p.stats.maxCommitEvents.Store(int64(events)) // only Run's goroutine writes it
+	}
 	expect, gen := ps.committedRaw, ps.generation
 	reporting := ps.reporting
 	started := p.now()
@@ -974,6 +997,10 @@ func segmentBuilds(st *catalog.State, ps *project, now int64) []segmentBuild {
 func (p *Processor) done(ctx context.Context, r commitResult) {
 	ps := r.ps
 	ps.flushing = false
+	if p.waitFor == ps {
+		p.waitFor = nil
+		defer p.flushDue(ctx, false) // the events held back's commit is due
+	}
 	p.cfg.Metrics.commitDone(r, errors.Is(r.err, ErrMoved))
 	switch {
 	case r.err == nil:
