@@ -100,6 +100,8 @@ type partCache struct {
 	places  *interner[place]
 	sources *interner[visitSource]
 	touches *interner[touch]
+	stages  map[string]string
+	bucket  uint8 // people: the partition's ordinal
 }
 
 func fileSig(files []rollups.DataFile) string {
@@ -177,13 +179,18 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
 		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
 		d.People, d.peopleRefs, d.idUnits, d.idPerson, d.peopleGen = last.People, last.peopleRefs, last.idUnits, last.idPerson, last.peopleGen
+		d.peopleParts = last.peopleParts
 	} else {
 		pc.peopleGen++
 		d.peopleGen = pc.peopleGen
 		buckets := partitions(tables.People)
+		if len(buckets) > 256 {
+			return nil, fmt.Errorf("the people table has %d partitions, more than the 256 the person index numbers", len(buckets))
+		}
+		d.peopleParts = buckets
 		decoded := make([]*partCache, len(buckets))
 		err := d.prefetch(ctx, 0, len(buckets), func(ctx context.Context, i int) error {
-			decoded[i] = &partCache{}
+			decoded[i] = &partCache{bucket: uint8(i)}
 			return scan(tables.People, buckets[i], decodePeople, peopleColumns, decoded[i])
 		})
 		if err != nil {

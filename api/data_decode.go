@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -64,14 +65,17 @@ func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int
 
 // Columns read per table, in the order the decoders index them.
 var (
-	peopleColumns = []string{tables.ColRef, tables.ColUserID, tables.ColKnown, tables.ColName,
-		tables.ColEmail, tables.ColStage, tables.ColFirstSeen, tables.ColLastSeen, tables.ColVisits,
-		tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColOrders, tables.ColRevenue,
-		tables.ColValue, tables.ColFTChannel, tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign,
-		tables.ColFTLanding, tables.ColFTAdPlatform, tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium,
-		tables.ColLTCampaign, tables.ColLTLanding, tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion,
-		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColLastPath, tables.ColTraits,
-		tables.ColBrowsers, tables.ColSharedBrowser, tables.ColFirstPurchase, tables.ColIntent}
+	// peopleColumns are the person index's (personRow), detailColumns the
+	// rest (personDetail).
+	peopleColumns = []string{tables.ColRef, tables.ColKnown, tables.ColStage, tables.ColFirstSeen,
+		tables.ColLastSeen, tables.ColOrders, tables.ColRevenue, tables.ColValue, tables.ColFTChannel,
+		tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign, tables.ColFTLanding, tables.ColFTAdPlatform,
+		tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium, tables.ColLTCampaign, tables.ColLTLanding,
+		tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion, tables.ColDevice, tables.ColBrowser,
+		tables.ColOS, tables.ColLocale, tables.ColFirstPurchase, tables.ColIntent}
+	detailColumns = []string{tables.ColRef, tables.ColUserID, tables.ColName, tables.ColEmail,
+		tables.ColVisits, tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColRevenue,
+		tables.ColLastPath, tables.ColTraits, tables.ColBrowsers, tables.ColSharedBrowser}
 	identityColumns = []string{tables.ColUnit, tables.ColPerson}
 	visitColumns    = []string{tables.ColUnit, tables.ColStart, tables.ColID, tables.ColEnd, tables.ColPerson,
 		tables.ColSession, tables.ColEvents, tables.ColPageviews, tables.ColConsented, tables.ColChannel,
@@ -89,40 +93,87 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 		return err
 	}
 	n := int(rec.NumRows())
+	pc.people = slices.Grow(pc.people, n)
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
-			pc.places, pc.touches = newPlaces(), newTouches()
+			pc.places, pc.touches, pc.stages = newPlaces(), newTouches(), map[string]string{}
+		}
+		stage := tables.StrAt(c[2], i)
+		if s, ok := pc.stages[stage]; ok {
+			stage = s
+		} else {
+			stage = strings.Clone(stage)
+			pc.stages[stage] = stage
 		}
 		p := personRow{
-			Ref: tables.RefAt(c[0], i), UserID: tables.StrAt(c[1], i), Known: tables.BoolAt(c[2], i),
-			Name: tables.StrAt(c[3], i), HasName: !c[3].IsNull(i), Email: tables.StrAt(c[4], i), HasEmail: !c[4].IsNull(i),
-			Stage: tables.StrAt(c[5], i), FirstSeen: tables.TimeAt(c[6], i), LastSeen: tables.TimeAt(c[7], i),
-			FirstTouch: pc.touches.of(touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)}, touchBytes),
-			LastTouch:  pc.touches.of(touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)}, touchBytes),
-			place: pc.places.of(place{tables.StrAt(c[27], i), tables.StrAt(c[28], i), tables.StrAt(c[29], i), tables.StrAt(c[30], i),
-				tables.StrAt(c[31], i), tables.StrAt(c[32], i)}, placeBytes),
-			LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
-			SharedBrowser: tables.BoolAt(c[36], i), FirstPurchase: tables.TimeAt(c[37], i), Intent: tables.BoolAt(c[38], i),
+			Ref: tables.RefAt(c[0], i), Known: tables.BoolAt(c[1], i), Stage: stage,
+			FirstSeen: tables.TimeAt(c[3], i), LastSeen: tables.TimeAt(c[4], i),
+			FirstTouch: pc.touches.of(touch{tables.StrAt(c[8], i), tables.StrAt(c[9], i), tables.StrAt(c[10], i), tables.StrAt(c[11], i), tables.StrAt(c[12], i), tables.StrAt(c[13], i)}, touchBytes),
+			LastTouch:  pc.touches.of(touch{tables.StrAt(c[14], i), tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i)}, touchBytes),
+			place: pc.places.of(place{tables.StrAt(c[20], i), tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i),
+				tables.StrAt(c[24], i), tables.StrAt(c[25], i)}, placeBytes),
+			FirstPurchase: tables.TimeAt(c[26], i), Intent: tables.BoolAt(c[27], i), bucket: pc.bucket,
 		}
 		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
-		p.Visits, _ = tables.Int64At(c[8], i)
-		p.ActiveDays, _ = tables.Int64At(c[9], i)
-		p.Events, _ = tables.Int64At(c[10], i)
-		p.Pageviews, _ = tables.Int64At(c[11], i)
-		p.Orders, _ = tables.Int64At(c[12], i)
-		p.Value, _ = tables.Int64At(c[14], i)
-		p.Browsers, _ = tables.Int64At(c[35], i)
-		if s := tables.StrAt(c[13], i); s != "" {
-			if err := json.Unmarshal([]byte(s), &p.Revenue); err != nil {
-				return fmt.Errorf("cannot read the revenue of person %x: %w", p.Ref, err)
-			}
+		p.Orders, _ = tables.Int64At(c[5], i)
+		p.Value, _ = tables.Int64At(c[7], i)
+		rev, err := revenueOf(p.Ref, tables.StrAt(c[6], i))
+		if err != nil {
+			return err
 		}
-		if p.Revenue == nil {
-			p.Revenue = []Money{}
-		}
+		p.HasRevenue = len(rev) > 0
 		pc.people = append(pc.people, p)
 	}
 	return nil
+}
+
+// revenueOf decodes a people row's revenue column (empty: none).
+func revenueOf(r ref, s string) ([]Money, error) {
+	var out []Money
+	if s != "" && s != "[]" {
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			return nil, fmt.Errorf("cannot read the revenue of person %x: %w", r, err)
+		}
+	}
+	if out == nil {
+		out = []Money{}
+	}
+	return out, nil
+}
+
+// decodeDetail returns the decoder of the detail columns of a people
+// partition: it keeps the rows of the people in want.
+func decodeDetail(want map[ref]*personDetail) func(rec arrow.Record) error {
+	return func(rec arrow.Record) error {
+		c, err := tables.ColumnsOf(rec, detailColumns)
+		if err != nil {
+			return err
+		}
+		n := int(rec.NumRows())
+		for i := 0; i < n; i++ {
+			r := tables.RefAt(c[0], i)
+			pd, ok := want[r]
+			if !ok {
+				continue
+			}
+			*pd = personDetail{
+				UserID: strings.Clone(tables.StrAt(c[1], i)),
+				Name:   strings.Clone(tables.StrAt(c[2], i)), HasName: !c[2].IsNull(i),
+				Email: strings.Clone(tables.StrAt(c[3], i)), HasEmail: !c[3].IsNull(i),
+				LastPath: strings.Clone(tables.StrAt(c[9], i)), Traits: strings.Clone(tables.StrAt(c[10], i)),
+				SharedBrowser: tables.BoolAt(c[12], i),
+			}
+			pd.Visits, _ = tables.Int64At(c[4], i)
+			pd.ActiveDays, _ = tables.Int64At(c[5], i)
+			pd.Events, _ = tables.Int64At(c[6], i)
+			pd.Pageviews, _ = tables.Int64At(c[7], i)
+			pd.Browsers, _ = tables.Int64At(c[11], i)
+			if pd.Revenue, err = revenueOf(r, tables.StrAt(c[8], i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func decodeIdentities(pc *partCache, rec arrow.Record) error {

@@ -99,25 +99,36 @@ func touchBytes(t *touch) int {
 	return len(t.Channel) + len(t.Source) + len(t.Medium) + len(t.Campaign) + len(t.Landing) + len(t.AdPlatform)
 }
 
-// personRow is a row of the people table.
+// personRow is the part of a people row every count reads, kept for
+// every person of a snapshot (the person index): what the key numbers,
+// channels, filters and sorts of the people list need. What only a page
+// or a profile shows is a personDetail, read per question from the
+// person's bucket partition (people_detail.go).
 type personRow struct {
-	Ref                                   ref
-	UserID, Name, Email, Stage            string
-	Known, HasName, HasEmail              bool
-	FirstSeen, LastSeen                   int64 // Unix ms
+	Ref                       ref
+	Stage                     string // interned
+	FirstSeen, LastSeen       int64  // Unix ms
+	Orders                    int64
+	Value                     int64  // micro-units of the reporting currency
+	FirstPurchase             int64  // Unix ms, 0 when never bought
+	FirstTouch, LastTouch     *touch // shared: do not modify
+	*place                           // shared: do not modify
+	FirstCh, LastCh           uint8  // channelIndex of the touches' channels
+	Known, Intent, HasRevenue bool   // HasRevenue: the revenue column is not empty
+	bucket                    uint8  // the ordinal of its people partition
+}
+
+// personDetail is the rest of a people row: what a person's line in a
+// list, their profile or an event's person shows.
+type personDetail struct {
+	UserID, Name, Email                   string
+	HasName, HasEmail                     bool
 	Visits, ActiveDays, Events, Pageviews int64
-	Orders                                int64
 	Revenue                               []Money // per currency, reporting currency first
-	Value                                 int64   // micro-units of the reporting currency
-	FirstTouch, LastTouch                 *touch  // shared: do not modify
-	FirstCh, LastCh                       uint8   // channelIndex of the touches' channels
-	*place                                        // shared: do not modify
 	LastPath                              string
 	Traits                                string // JSON object of the latest identify, "" when none
 	Browsers                              int64
 	SharedBrowser                         bool
-	FirstPurchase                         int64 // Unix ms, 0 when never bought
-	Intent                                bool
 }
 
 // visitRow is a row of the visits table; Person is the index of the
