@@ -100,6 +100,7 @@ type partCache struct {
 	places  *interner[place]
 	sources *interner[visitSource]
 	touches *interner[touch]
+	paths   *interner[string] // visits: landing and exit paths
 	stages  map[string]string
 	bucket  uint8 // people: the partition's ordinal
 }

@@ -188,7 +188,7 @@ func (d *projectData) scanPart(ctx context.Context, table, name string, cols []s
 // with their person numbers resolved.
 type visitChunk struct {
 	rows   []visitRow
-	shared int64 // bytes of the values its rows share (places, sources)
+	shared int64 // bytes of the values its rows share (places, sources, paths)
 	maxEnd int64 // latest end of its visits
 	idOnce sync.Once
 	byID   []int32 // row indexes sorted by visit id, built on first use
@@ -216,7 +216,7 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			rows = pc.visits
 			sortVisits(rows)
 			if pc.places != nil {
-				shared = pc.places.bytes + pc.sources.bytes
+				shared = pc.places.bytes + pc.sources.bytes + pc.paths.bytes
 			}
 		}
 		c := &visitChunk{rows: rows, shared: shared}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -141,39 +142,39 @@ func revenueOf(r ref, s string) ([]Money, error) {
 	return out, nil
 }
 
-// decodeDetail returns the decoder of the detail columns of a people
-// partition: it keeps the rows of the people in want.
-func decodeDetail(want map[ref]*personDetail) func(rec arrow.Record) error {
-	return func(rec arrow.Record) error {
-		c, err := tables.ColumnsOf(rec, detailColumns)
-		if err != nil {
-			return err
-		}
-		n := int(rec.NumRows())
-		for i := 0; i < n; i++ {
-			r := tables.RefAt(c[0], i)
-			pd, ok := want[r]
-			if !ok {
-				continue
-			}
-			*pd = personDetail{
-				UserID: strings.Clone(tables.StrAt(c[1], i)),
-				Name:   strings.Clone(tables.StrAt(c[2], i)), HasName: !c[2].IsNull(i),
-				Email: strings.Clone(tables.StrAt(c[3], i)), HasEmail: !c[3].IsNull(i),
-				LastPath: strings.Clone(tables.StrAt(c[9], i)), Traits: strings.Clone(tables.StrAt(c[10], i)),
-				SharedBrowser: tables.BoolAt(c[12], i),
-			}
-			pd.Visits, _ = tables.Int64At(c[4], i)
-			pd.ActiveDays, _ = tables.Int64At(c[5], i)
-			pd.Events, _ = tables.Int64At(c[6], i)
-			pd.Pageviews, _ = tables.Int64At(c[7], i)
-			pd.Browsers, _ = tables.Int64At(c[11], i)
-			if pd.Revenue, err = revenueOf(r, tables.StrAt(c[8], i)); err != nil {
-				return err
-			}
-		}
-		return nil
+// decodeDetails appends the detail columns of a people partition's rows
+// to c, and returns size plus the bytes of their strings and revenue.
+func decodeDetails(c *detailChunk, rec arrow.Record, size int64) (int64, error) {
+	col, err := tables.ColumnsOf(rec, detailColumns)
+	if err != nil {
+		return size, err
 	}
+	n := int(rec.NumRows())
+	c.refs, c.rows = slices.Grow(c.refs, n), slices.Grow(c.rows, n)
+	for i := 0; i < n; i++ {
+		r := tables.RefAt(col[0], i)
+		pd := personDetail{
+			UserID: strings.Clone(tables.StrAt(col[1], i)),
+			Name:   strings.Clone(tables.StrAt(col[2], i)), HasName: !col[2].IsNull(i),
+			Email: strings.Clone(tables.StrAt(col[3], i)), HasEmail: !col[3].IsNull(i),
+			LastPath: strings.Clone(tables.StrAt(col[9], i)), Traits: strings.Clone(tables.StrAt(col[10], i)),
+			SharedBrowser: tables.BoolAt(col[12], i),
+		}
+		pd.Visits, _ = tables.Int64At(col[4], i)
+		pd.ActiveDays, _ = tables.Int64At(col[5], i)
+		pd.Events, _ = tables.Int64At(col[6], i)
+		pd.Pageviews, _ = tables.Int64At(col[7], i)
+		pd.Browsers, _ = tables.Int64At(col[11], i)
+		if pd.Revenue, err = revenueOf(r, tables.StrAt(col[8], i)); err != nil {
+			return size, err
+		}
+		size += int64(len(pd.UserID) + len(pd.Name) + len(pd.Email) + len(pd.LastPath) + len(pd.Traits))
+		for _, m := range pd.Revenue {
+			size += int64(unsafe.Sizeof(m)) + int64(len(m.Currency))
+		}
+		c.refs, c.rows = append(c.refs, r), append(c.rows, pd)
+	}
+	return size, nil
 }
 
 func decodeIdentities(pc *partCache, rec arrow.Record) error {
@@ -198,7 +199,7 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 	pc.visits = slices.Grow(pc.visits, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
-			pc.places, pc.sources = newPlaces(), newSources()
+			pc.places, pc.sources, pc.paths = newPlaces(), newSources(), newPaths()
 		}
 		v := visitRow{
 			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
@@ -210,7 +211,8 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 				SourceID: tables.StrAt(c[28], i)}, sourceBytes),
 			place: pc.places.of(place{tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i),
 				tables.StrAt(c[26], i), tables.StrAt(c[27], i)}, placeBytes),
-			ClickID: tables.StrAt(c[16], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i), Person: noPerson,
+			ClickID: strings.Clone(tables.StrAt(c[16], i)), LandingPath: *pc.paths.of(tables.StrAt(c[20], i), pathBytes),
+			ExitPath: *pc.paths.of(tables.StrAt(c[21], i), pathBytes), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
 			v.PersonRef = v.Unit

@@ -75,6 +75,13 @@ func placeBytes(p *place) int {
 	return len(p.Country) + len(p.Region) + len(p.Device) + len(p.Browser) + len(p.OS) + len(p.Locale)
 }
 
+// newPaths shares the landing and exit paths of a partition's visits.
+func newPaths() *interner[string] {
+	return &interner[string]{clone: strings.Clone}
+}
+
+func pathBytes(s *string) int { return len(*s) }
+
 func newSources() *interner[visitSource] {
 	return &interner[visitSource]{clone: func(s visitSource) visitSource {
 		return visitSource{strings.Clone(s.Channel), strings.Clone(s.Source), strings.Clone(s.Medium), strings.Clone(s.Campaign),
@@ -208,9 +215,9 @@ type purchaseRow struct {
 }
 
 // stringBytes is the size of the visit's own strings (not the shared
-// ones), for the cache's accounting.
+// ones: its paths are interned), for the cache's accounting.
 func (v *visitRow) stringBytes() int64 {
-	return int64(len(v.ClickID) + len(v.LandingPath) + len(v.ExitPath))
+	return int64(len(v.ClickID))
 }
 
 func compareRef(a, b ref) int { return bytes.Compare(a[:], b[:]) }

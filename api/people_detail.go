@@ -1,67 +1,66 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"unsafe"
 
-	"github.com/mfhq/mf/rollups"
+	"github.com/apache/arrow/go/v17/arrow"
+
 	"github.com/mfhq/mf/rollups/tables"
 )
 
 // The person index (personRow, one per person of the snapshot) keeps
-// what counting, filtering and sorting people read; what only a page of
+// what counting, filtering and sorting people read. What only a page of
 // people, a profile or a page of events shows (names, emails, traits,
-// totals) is read here for the people of that page: from their bucket
-// partitions of the people table, only the detail columns, only the
-// row groups whose refs may hold them, and only their rows kept.
+// totals: personDetail) is read when a page shows someone of a bucket
+// partition of the people table: that partition's detail columns,
+// decoded into a detailChunk kept in the day cache (rowCache, under its
+// byte budget) while the partition's files are unchanged. A question that
+// only counts never reads them.
+
+// detailChunk is the detail rows of one people partition, sorted by ref.
+type detailChunk struct {
+	refs []ref
+	rows []personDetail
+}
 
 // details returns the detail rows of the people idx (indexes into
 // People), by index. A snapshot without tables gives empty details.
 func (d *projectData) details(ctx context.Context, idx []int32) (map[int32]*personDetail, error) {
 	out := make(map[int32]*personDetail, len(idx))
-	want := make([]map[ref]*personDetail, len(d.peopleParts))
+	need := make([]bool, len(d.peopleParts))
 	for _, i := range idx {
-		if _, ok := out[i]; ok {
-			continue
+		out[i] = &personDetail{Revenue: []Money{}}
+		if b := int(d.People[i].bucket); d.snap != nil && b < len(need) {
+			need[b] = true
 		}
-		pd := &personDetail{Revenue: []Money{}}
-		out[i] = pd
-		p := &d.People[i]
-		if d.snap == nil || int(p.bucket) >= len(want) {
-			continue
-		}
-		if want[p.bucket] == nil {
-			want[p.bucket] = map[ref]*personDetail{}
-		}
-		want[p.bucket][p.Ref] = pd
 	}
 	var buckets []int
-	for b, m := range want {
-		if m != nil {
+	for b, ok := range need {
+		if ok {
 			buckets = append(buckets, b)
 		}
 	}
+	chunks := make([]*detailChunk, len(d.peopleParts))
 	err := d.prefetch(ctx, 0, len(buckets), func(ctx context.Context, k int) error {
-		b := buckets[k]
-		refs := make([]ref, 0, len(want[b]))
-		for r := range want[b] {
-			refs = append(refs, r)
-		}
-		lo := slices.MinFunc(refs, func(a, b ref) int { return cmp.Compare(string(a[:]), string(b[:])) })
-		hi := slices.MaxFunc(refs, func(a, b ref) int { return cmp.Compare(string(a[:]), string(b[:])) })
-		// Uncached: a page's few rows are what is kept, not the columns.
-		opts := rollups.ScanOptions{Partitions: []string{d.peopleParts[b]}, Columns: detailColumns, KeyMin: lo, KeyMax: hi, Uncached: true}
-		decode := decodeDetail(want[b])
-		err := d.snap.Scan(ctx, tables.People, opts, func(bt rollups.Batch) error { return decode(bt.Record) })
-		if err != nil {
-			return fmt.Errorf("cannot read the people of %s: %w", d.peopleParts[b], err)
-		}
-		return nil
+		c, err := d.detailChunk(ctx, buckets[k])
+		chunks[buckets[k]] = c
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i, pd := range out {
+		p := &d.People[i]
+		if int(p.bucket) >= len(chunks) || chunks[p.bucket] == nil {
+			continue
+		}
+		c := chunks[p.bucket]
+		if j, ok := slices.BinarySearchFunc(c.refs, p.Ref, compareRef); ok {
+			*pd = c.rows[j]
+		}
 	}
 	return out, nil
 }
@@ -73,4 +72,39 @@ func (d *projectData) detail(ctx context.Context, idx int32) (*personDetail, err
 		return nil, err
 	}
 	return m[idx], nil
+}
+
+// detailChunk returns the detail rows of people partition b: cached, or
+// read.
+func (d *projectData) detailChunk(ctx context.Context, b int) (*detailChunk, error) {
+	name := d.peopleParts[b]
+	key := d.pid + "\x00" + tables.People + "-detail/" + name + "\x00" + fileSig(d.snap.Manifest().Files(tables.People, name))
+	if v, ok := d.rows.get(key, d.req); ok {
+		return v.(*detailChunk), nil
+	}
+	c := &detailChunk{}
+	var size int64
+	err := d.scanPart(ctx, tables.People, name, detailColumns, func(rec arrow.Record) error {
+		var err error
+		size, err = decodeDetails(c, rec, size)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the people of %s: %w", name, err)
+	}
+	if !slices.IsSortedFunc(c.refs, compareRef) {
+		order := make([]int, len(c.refs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return compareRef(c.refs[a], c.refs[b]) })
+		refs, rows := make([]ref, len(order)), make([]personDetail, len(order))
+		for i, o := range order {
+			refs[i], rows[i] = c.refs[o], c.rows[o]
+		}
+		c.refs, c.rows = refs, rows
+	}
+	size += int64(cap(c.refs))*16 + int64(cap(c.rows))*int64(unsafe.Sizeof(personDetail{}))
+	d.rows.put(key, c, size, d.req)
+	return c, nil
 }
