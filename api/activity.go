@@ -363,8 +363,8 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 			if !tables.BoolAt(c[5], i) {
 				continue
 			}
-			b := purchaseRow{Time: t, EventID: tables.RefAt(c[1], i), Unit: tables.RefAt(c[2], i), UserID: tables.StrAt(c[3], i),
-				Consented: consented, Currency: tables.StrAt(c[7], i), Visit: tables.RefAt(c[8], i)}
+			b := purchaseRow{Time: t, EventID: tables.RefAt(c[1], i), Unit: tables.RefAt(c[2], i), UserID: strings.Clone(tables.StrAt(c[3], i)),
+				Consented: consented, Currency: strings.Clone(tables.StrAt(c[7], i)), Visit: tables.RefAt(c[8], i)}
 			b.Value, b.HasValue = tables.Int64At(c[6], i)
 			if b.Visit == (ref{}) && !c[10].IsNull(i) {
 				b.Visit = tables.RefAt(c[9], i)

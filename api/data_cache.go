@@ -100,9 +100,21 @@ type partCache struct {
 	places  *interner[place]
 	sources *interner[visitSource]
 	touches *interner[touch]
-	paths   *interner[string] // visits: landing and exit paths
-	stages  map[string]string
+	strs    map[string]string // few-valued strings (stages, actions, currencies), copied once
 	bucket  uint8 // people: the partition's ordinal
+}
+
+// intern returns s copied once per partCache: rows keep no decoded column.
+func (pc *partCache) intern(s string) string {
+	if v, ok := pc.strs[s]; ok {
+		return v
+	}
+	if pc.strs == nil {
+		pc.strs = map[string]string{}
+	}
+	v := strings.Clone(s)
+	pc.strs[v] = v
+	return v
 }
 
 func fileSig(files []rollups.DataFile) string {

@@ -188,7 +188,7 @@ func (d *projectData) scanPart(ctx context.Context, table, name string, cols []s
 // with their person numbers resolved.
 type visitChunk struct {
 	rows   []visitRow
-	shared int64 // bytes of the values its rows share (places, sources, paths)
+	shared int64 // bytes of the values its rows share (places, sources)
 	maxEnd int64 // latest end of its visits
 	idOnce sync.Once
 	byID   []int32 // row indexes sorted by visit id, built on first use
@@ -213,10 +213,10 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			if err := d.scanPart(ctx, tables.Visits, name, visitColumns, func(rec arrow.Record) error { return decodeVisits(pc, rec) }); err != nil {
 				return nil, 0, err
 			}
-			rows = pc.visits
+			rows = tight(pc.visits)
 			sortVisits(rows)
 			if pc.places != nil {
-				shared = pc.places.bytes + pc.sources.bytes + pc.paths.bytes
+				shared = pc.places.bytes + pc.sources.bytes
 			}
 		}
 		c := &visitChunk{rows: rows, shared: shared}
@@ -374,7 +374,7 @@ func (d *projectData) convChunk(ctx context.Context, ord int) (*convChunk, error
 			if err := d.scanPart(ctx, tables.Conversions, name, conversionColumns, func(rec arrow.Record) error { return decodeConversions(pc, rec) }); err != nil {
 				return nil, 0, err
 			}
-			rows = pc.convs
+			rows = tight(pc.convs)
 			slices.SortFunc(rows, compareConversions)
 		}
 		size := int64(cap(rows))*int64(unsafe.Sizeof(conversionRow{})) + int64(len(rows))*4
@@ -521,7 +521,7 @@ func (c *factChunk) unresolved() *partCache {
 
 // resolveFacts resolves the persons of decoded events facts.
 func (d *projectData) resolveFacts(pc *partCache) *factChunk {
-	c := &factChunk{first: pc.first, last: pc.lastT, buys: pc.buys, seenParts: pc.seen}
+	c := &factChunk{first: pc.first, last: pc.lastT, buys: tight(pc.buys), seenParts: tight(pc.seen)}
 	slices.SortFunc(c.buys, func(a, b purchaseRow) int {
 		if x := cmp.Compare(a.Time, b.Time); x != 0 {
 			return x
@@ -543,6 +543,7 @@ func (d *projectData) resolveFacts(pc *partCache) *factChunk {
 		b.Person = d.personOf(b.Unit)
 	}
 	c.act = d.dayActivityOf(pc)
+	c.act.people, c.act.first, c.act.last = tight(c.act.people), tight(c.act.first), tight(c.act.last)
 	return c
 }
 

@@ -3,9 +3,9 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -82,7 +82,7 @@ var (
 		tables.ColSession, tables.ColEvents, tables.ColPageviews, tables.ColConsented, tables.ColChannel,
 		tables.ColSource, tables.ColMedium, tables.ColCampaign, tables.ColTerm, tables.ColContent,
 		tables.ColAdPlatform, tables.ColClickID, tables.ColReferrerHost, tables.ColReferrerName,
-		tables.ColLandingHost, tables.ColLandingPath, tables.ColExitPath, tables.ColCountry, tables.ColRegion,
+		tables.ColLandingHost, tables.ColCountry, tables.ColRegion,
 		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColSourceID}
 	conversionColumns = []string{tables.ColAction, tables.ColTime, tables.ColEventID, tables.ColRole,
 		tables.ColOwner, tables.ColUnit, tables.ColVisit, tables.ColValue, tables.ColCurrency, tables.ColConsented}
@@ -97,15 +97,9 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 	pc.people = slices.Grow(pc.people, n)
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
-			pc.places, pc.touches, pc.stages = newPlaces(), newTouches(), map[string]string{}
+			pc.places, pc.touches = newPlaces(), newTouches()
 		}
-		stage := tables.StrAt(c[2], i)
-		if s, ok := pc.stages[stage]; ok {
-			stage = s
-		} else {
-			stage = strings.Clone(stage)
-			pc.stages[stage] = stage
-		}
+		stage := pc.intern(tables.StrAt(c[2], i))
 		p := personRow{
 			Ref: tables.RefAt(c[0], i), Known: tables.BoolAt(c[1], i), Stage: stage,
 			FirstSeen: tables.TimeAt(c[3], i), LastSeen: tables.TimeAt(c[4], i),
@@ -143,38 +137,37 @@ func revenueOf(r ref, s string) ([]Money, error) {
 }
 
 // decodeDetails appends the detail columns of a people partition's rows
-// to c, and returns size plus the bytes of their strings and revenue.
-func decodeDetails(c *detailChunk, rec arrow.Record, size int64) (int64, error) {
+// to c: their strings (and the revenue, as stored) to its text, checked
+// as they will be read.
+func decodeDetails(c *detailChunk, rec arrow.Record) error {
 	col, err := tables.ColumnsOf(rec, detailColumns)
 	if err != nil {
-		return size, err
+		return err
 	}
 	n := int(rec.NumRows())
 	c.refs, c.rows = slices.Grow(c.refs, n), slices.Grow(c.rows, n)
 	for i := 0; i < n; i++ {
 		r := tables.RefAt(col[0], i)
-		pd := personDetail{
-			UserID: strings.Clone(tables.StrAt(col[1], i)),
-			Name:   strings.Clone(tables.StrAt(col[2], i)), HasName: !col[2].IsNull(i),
-			Email: strings.Clone(tables.StrAt(col[3], i)), HasEmail: !col[3].IsNull(i),
-			LastPath: strings.Clone(tables.StrAt(col[9], i)), Traits: strings.Clone(tables.StrAt(col[10], i)),
-			SharedBrowser: tables.BoolAt(col[12], i),
+		dr := detailRow{at: uint32(len(c.text))}
+		for k, j := range [...]int{1, 2, 3, 9, 10, 8} { // detailRow.ends' order
+			if j == 8 {
+				if _, err := revenueOf(r, tables.StrAt(col[j], i)); err != nil {
+					return err
+				}
+			}
+			c.text = append(c.text, tables.StrAt(col[j], i)...)
+			if len(c.text) > math.MaxUint32 {
+				return fmt.Errorf("the people of one partition hold more than %d bytes of text", math.MaxUint32)
+			}
+			dr.ends[k] = uint32(len(c.text))
 		}
-		pd.Visits, _ = tables.Int64At(col[4], i)
-		pd.ActiveDays, _ = tables.Int64At(col[5], i)
-		pd.Events, _ = tables.Int64At(col[6], i)
-		pd.Pageviews, _ = tables.Int64At(col[7], i)
-		pd.Browsers, _ = tables.Int64At(col[11], i)
-		if pd.Revenue, err = revenueOf(r, tables.StrAt(col[8], i)); err != nil {
-			return size, err
+		dr.hasName, dr.hasEmail, dr.shared = !col[2].IsNull(i), !col[3].IsNull(i), tables.BoolAt(col[12], i)
+		for k, j := range [...]int{4, 5, 6, 7, 11} { // detailRow.counts' order
+			dr.counts[k], _ = tables.Int64At(col[j], i)
 		}
-		size += int64(len(pd.UserID) + len(pd.Name) + len(pd.Email) + len(pd.LastPath) + len(pd.Traits))
-		for _, m := range pd.Revenue {
-			size += int64(unsafe.Sizeof(m)) + int64(len(m.Currency))
-		}
-		c.refs, c.rows = append(c.refs, r), append(c.rows, pd)
+		c.refs, c.rows = append(c.refs, r), append(c.rows, dr)
 	}
-	return size, nil
+	return nil
 }
 
 func decodeIdentities(pc *partCache, rec arrow.Record) error {
@@ -199,7 +192,7 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 	pc.visits = slices.Grow(pc.visits, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
-			pc.places, pc.sources, pc.paths = newPlaces(), newSources(), newPaths()
+			pc.places, pc.sources = newPlaces(), newSources()
 		}
 		v := visitRow{
 			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
@@ -208,11 +201,10 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 			visitSource: pc.sources.of(visitSource{Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
 				Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
 				ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i), LandingHost: tables.StrAt(c[19], i),
-				SourceID: tables.StrAt(c[28], i)}, sourceBytes),
-			place: pc.places.of(place{tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i),
-				tables.StrAt(c[26], i), tables.StrAt(c[27], i)}, placeBytes),
-			ClickID: strings.Clone(tables.StrAt(c[16], i)), LandingPath: *pc.paths.of(tables.StrAt(c[20], i), pathBytes),
-			ExitPath: *pc.paths.of(tables.StrAt(c[21], i), pathBytes), Person: noPerson,
+				SourceID: tables.StrAt(c[26], i)}, sourceBytes),
+			place: pc.places.of(place{tables.StrAt(c[20], i), tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i),
+				tables.StrAt(c[24], i), tables.StrAt(c[25], i)}, placeBytes),
+			ClickID: strings.Clone(tables.StrAt(c[16], i)), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
 			v.PersonRef = v.Unit
@@ -231,8 +223,8 @@ func decodeConversions(pc *partCache, rec arrow.Record) error {
 	pc.convs = slices.Grow(pc.convs, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		cv := conversionRow{
-			Action: tables.StrAt(c[0], i), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: tables.StrAt(c[3], i),
-			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: tables.StrAt(c[8], i),
+			Action: pc.intern(tables.StrAt(c[0], i)), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: pc.intern(tables.StrAt(c[3], i)),
+			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: pc.intern(tables.StrAt(c[8], i)),
 			Consented: tables.BoolAt(c[9], i), Person: noPerson,
 		}
 		cv.Value, cv.HasValue = tables.Int64At(c[7], i)

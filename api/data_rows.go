@@ -75,13 +75,6 @@ func placeBytes(p *place) int {
 	return len(p.Country) + len(p.Region) + len(p.Device) + len(p.Browser) + len(p.OS) + len(p.Locale)
 }
 
-// newPaths shares the landing and exit paths of a partition's visits.
-func newPaths() *interner[string] {
-	return &interner[string]{clone: strings.Clone}
-}
-
-func pathBytes(s *string) int { return len(*s) }
-
 func newSources() *interner[visitSource] {
 	return &interner[visitSource]{clone: func(s visitSource) visitSource {
 		return visitSource{strings.Clone(s.Channel), strings.Clone(s.Source), strings.Clone(s.Medium), strings.Clone(s.Campaign),
@@ -142,17 +135,19 @@ type personDetail struct {
 // visit's person (the person of its touch event; noPerson for a
 // consentless visit or a unit nobody knows).
 type visitRow struct {
-	Unit, ID                       ref
-	PersonRef                      ref // the person column, or the unit where it is null
-	Person                         int32
-	Start, End                     int64 // Unix ms
-	Events                         int32
-	Pageviews                      int32
-	Consented                      bool
-	Session                        bool // the visit is a sessionId
-	*visitSource                        // shared: do not modify
-	*place                              // shared: do not modify
-	ClickID, LandingPath, ExitPath string
+	Unit, ID     ref
+	PersonRef    ref // the person column, or the unit where it is null
+	Person       int32
+	Start, End   int64 // Unix ms
+	Events       int32
+	Pageviews    int32
+	Consented    bool
+	Session      bool // the visit is a sessionId
+	*visitSource      // shared: do not modify
+	*place            // shared: do not modify
+	ClickID      string
+	// The landing and exit paths are not read: no report or filter
+	// shows them (docs/reporting-data.md).
 }
 
 // conversionRow is a row of the conversions table; Person is the index
@@ -215,7 +210,7 @@ type purchaseRow struct {
 }
 
 // stringBytes is the size of the visit's own strings (not the shared
-// ones: its paths are interned), for the cache's accounting.
+// ones), for the cache's accounting.
 func (v *visitRow) stringBytes() int64 {
 	return int64(len(v.ClickID))
 }
@@ -264,4 +259,14 @@ func compareConversions(a, b conversionRow) int {
 		return c
 	}
 	return strings.Compare(a.Action, b.Action)
+}
+
+// tight returns s with no more capacity than a few percent over its
+// length (a copy when append left more): decoded rows are kept in the
+// day cache, which counts their capacity.
+func tight[S ~[]E, E any](s S) S {
+	if cap(s)-len(s) <= len(s)/16 {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }

@@ -20,10 +20,40 @@ import (
 // byte budget) while the partition's files are unchanged. A question that
 // only counts never reads them.
 
-// detailChunk is the detail rows of one people partition, sorted by ref.
+// detailChunk is the detail rows of one people partition, sorted by ref:
+// fixed-size rows whose strings are ranges of one text (a person costs
+// about 90 bytes and their strings, not the 170 of a personDetail and a
+// header per string).
 type detailChunk struct {
 	refs []ref
-	rows []personDetail
+	rows []detailRow
+	text []byte
+}
+
+// detailRow is a personDetail in a detailChunk.
+type detailRow struct {
+	at   uint32    // where its strings start in the chunk's text
+	ends [6]uint32 // where user id, name, email, last path, traits and revenue end
+	// visits, active days, events, pageviews, browsers
+	counts                    [5]int64
+	hasName, hasEmail, shared bool
+}
+
+// detail returns row j as a personDetail.
+func (c *detailChunk) detail(j int) personDetail {
+	r := &c.rows[j]
+	str := func(k int) string {
+		from := r.at
+		if k > 0 {
+			from = r.ends[k-1]
+		}
+		return string(c.text[from:r.ends[k]])
+	}
+	pd := personDetail{UserID: str(0), Name: str(1), HasName: r.hasName, Email: str(2), HasEmail: r.hasEmail,
+		LastPath: str(3), Traits: str(4), Visits: r.counts[0], ActiveDays: r.counts[1], Events: r.counts[2],
+		Pageviews: r.counts[3], Browsers: r.counts[4], SharedBrowser: r.shared}
+	pd.Revenue, _ = revenueOf(c.refs[j], str(5)) // checked when read
+	return pd
 }
 
 // details returns the detail rows of the people idx (indexes into
@@ -59,7 +89,7 @@ func (d *projectData) details(ctx context.Context, idx []int32) (map[int32]*pers
 		}
 		c := chunks[p.bucket]
 		if j, ok := slices.BinarySearchFunc(c.refs, p.Ref, compareRef); ok {
-			*pd = c.rows[j]
+			*pd = c.detail(j)
 		}
 	}
 	return out, nil
@@ -83,11 +113,8 @@ func (d *projectData) detailChunk(ctx context.Context, b int) (*detailChunk, err
 		return v.(*detailChunk), nil
 	}
 	c := &detailChunk{}
-	var size int64
 	err := d.scanPart(ctx, tables.People, name, detailColumns, func(rec arrow.Record) error {
-		var err error
-		size, err = decodeDetails(c, rec, size)
-		return err
+		return decodeDetails(c, rec)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the people of %s: %w", name, err)
@@ -98,13 +125,14 @@ func (d *projectData) detailChunk(ctx context.Context, b int) (*detailChunk, err
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, b int) int { return compareRef(c.refs[a], c.refs[b]) })
-		refs, rows := make([]ref, len(order)), make([]personDetail, len(order))
+		refs, rows := make([]ref, len(order)), make([]detailRow, len(order))
 		for i, o := range order {
 			refs[i], rows[i] = c.refs[o], c.rows[o]
 		}
 		c.refs, c.rows = refs, rows
 	}
-	size += int64(cap(c.refs))*16 + int64(cap(c.rows))*int64(unsafe.Sizeof(personDetail{}))
+	c.refs, c.rows, c.text = tight(c.refs), tight(c.rows), tight(c.text)
+	size := int64(cap(c.refs))*16 + int64(cap(c.rows))*int64(unsafe.Sizeof(detailRow{})) + int64(cap(c.text))
 	d.rows.put(key, c, size, d.req)
 	return c, nil
 }
