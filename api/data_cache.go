@@ -101,7 +101,7 @@ type partCache struct {
 	sources *interner[visitSource]
 	touches *interner[touch]
 	strs    map[string]string // few-valued strings (stages, actions, currencies), copied once
-	bucket  uint8 // people: the partition's ordinal
+	bucket  uint8             // people: the partition's ordinal
 }
 
 // intern returns s copied once per partCache: rows keep no decoded column.

@@ -195,7 +195,7 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 			pc.places, pc.sources = newPlaces(), newSources()
 		}
 		v := visitRow{
-			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
+			Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
 			PersonRef: tables.RefAt(c[4], i), Session: tables.BoolAt(c[5], i), Events: tables.Int32At(c[6], i), Pageviews: tables.Int32At(c[7], i),
 			Consented: tables.BoolAt(c[8], i),
 			visitSource: pc.sources.of(visitSource{Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
@@ -207,7 +207,7 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 			ClickID: strings.Clone(tables.StrAt(c[16], i)), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
-			v.PersonRef = v.Unit
+			v.PersonRef = tables.RefAt(c[0], i) // the unit
 		}
 		pc.visits = append(pc.visits, v)
 	}

@@ -135,10 +135,10 @@ type personDetail struct {
 // visit's person (the person of its touch event; noPerson for a
 // consentless visit or a unit nobody knows).
 type visitRow struct {
-	Unit, ID     ref
-	PersonRef    ref // the person column, or the unit where it is null
-	Person       int32
+	ID           ref
+	PersonRef    ref   // the person column, or the unit where it is null
 	Start, End   int64 // Unix ms
+	Person       int32
 	Events       int32
 	Pageviews    int32
 	Consented    bool
@@ -146,8 +146,9 @@ type visitRow struct {
 	*visitSource      // shared: do not modify
 	*place            // shared: do not modify
 	ClickID      string
-	// The landing and exit paths are not read: no report or filter
-	// shows them (docs/reporting-data.md).
+	// The unit is kept only as the PersonRef of a visit without a person,
+	// the landing and exit paths not at all: no report or filter reads
+	// them (docs/reporting-data.md).
 }
 
 // conversionRow is a row of the conversions table; Person is the index
