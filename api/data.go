@@ -39,6 +39,8 @@ type projectData struct {
 	peopleRefs []ref  // People[i].Ref, for binary search
 	// peopleParts are the people table's partitions (personRow.bucket).
 	peopleParts []string
+	known       bitset  // People[i].Known (people_columns.go)
+	firstSeen   []int64 // People[i].FirstSeen
 	idUnits     []ref   // claimed browsers, sorted
 	idPerson    []int32 // their person's index
 	peopleGen   uint64  // identifies this people index (chunks resolved against it)

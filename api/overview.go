@@ -386,16 +386,8 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 				return f, err
 			}
 			lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
-			newN := 0
-			a.active.each(func(i int32) {
-				pr := &rp.d.People[i]
-				if pr.Known {
-					f.known++
-				}
-				if pr.FirstSeen >= lo && pr.FirstSeen < hi {
-					newN++
-				}
-			})
+			var newN int
+			f.known, newN = rp.d.knownAndNew(a.active, lo, hi)
 			if rp.before(w) != nil {
 				f.newPeople = newN
 			}
