@@ -378,14 +378,16 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 // Buyers returns the people with a consented purchase in [from, to) (a
 // purchase is an event stored with purchase true; see purchaseRow).
 func (d *projectData) Buyers(ctx context.Context, from, to time.Time) (bitset, error) {
-	ps, err := d.Purchases(ctx, from, to)
+	spans, err := d.purchaseSpans(ctx, from, to) // a set: any order
 	if err != nil {
 		return nil, err
 	}
 	out := newBitset(len(d.People))
-	for i := range ps {
-		if p := ps[i].Person; p >= 0 {
-			out.add(p)
+	for _, ps := range spans {
+		for i := range ps {
+			if p := ps[i].Person; p >= 0 {
+				out.add(p)
+			}
 		}
 	}
 	return out, nil

@@ -190,8 +190,11 @@ type visitChunk struct {
 	rows   []visitRow
 	shared int64 // bytes of the values its rows share (places, sources)
 	maxEnd int64 // latest end of its visits
-	idOnce sync.Once
-	byID   []int32 // row indexes sorted by visit id, built on first use
+	// pv and consPV are the pageviews of its visits, and of the consented
+	// ones: a window that holds the whole partition adds them at once.
+	pv, consPV int64
+	idOnce     sync.Once
+	byID       []int32 // row indexes sorted by visit id, built on first use
 }
 
 // vpos is a visit's position: its partition ordinal and row, valid for
@@ -228,6 +231,10 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 				v.Person = d.personOf(v.PersonRef)
 			}
 			c.maxEnd = max(c.maxEnd, v.End)
+			c.pv += int64(v.Pageviews)
+			if v.Consented {
+				c.consPV += int64(v.Pageviews)
+			}
 			size += v.stringBytes()
 		}
 		return c, size, nil
@@ -261,6 +268,40 @@ func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func
 		}
 	}
 	return nil
+}
+
+// visitTotals returns the visits starting in [from, to) and their
+// pageviews, all and consented: the totals of the day partitions the
+// window holds whole, the rows of the others.
+func (d *projectData) visitTotals(ctx context.Context, from, to time.Time) (visits int, pv, consPV int64, err error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Visits]
+	a, b := parts.between(from, to, d.Loc)
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
+		return 0, 0, 0, err
+	}
+	for ord := a; ord < b; ord++ {
+		c, err := d.visitChunk(ctx, ord)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if n := len(c.rows); n == 0 || c.rows[0].Start >= hi || c.rows[n-1].Start < lo {
+			continue
+		} else if c.rows[0].Start >= lo && c.rows[n-1].Start < hi {
+			visits, pv, consPV = visits+n, pv+c.pv, consPV+c.consPV
+			continue
+		}
+		k, _ := slices.BinarySearchFunc(c.rows, lo, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
+		for ; k < len(c.rows) && c.rows[k].Start < hi; k++ {
+			v := &c.rows[k]
+			visits++
+			pv += int64(v.Pageviews)
+			if v.Consented {
+				consPV += int64(v.Pageviews)
+			}
+		}
+	}
+	return visits, pv, consPV, ctx.Err()
 }
 
 // visitAt returns the visit at p (from eachVisit or a visitFinder of this
@@ -550,18 +591,17 @@ func (d *projectData) resolveFacts(pc *partCache) *factChunk {
 // Purchases returns the purchases with a time in [from, to), sorted by
 // time and event id (a copy).
 func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purchaseRow, error) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	parts := d.days[tables.Events]
-	a, b := parts.between(from, to, d.Loc)
-	var out []purchaseRow
-	for ord := a; ord < b; ord++ {
-		c, err := d.factChunk(ctx, ord)
-		if err != nil {
-			return nil, err
-		}
-		i, _ := slices.BinarySearchFunc(c.buys, lo, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
-		j, _ := slices.BinarySearchFunc(c.buys, hi, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
-		out = append(out, c.buys[i:max(i, j)]...)
+	spans, err := d.purchaseSpans(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, s := range spans {
+		n += len(s)
+	}
+	out := make([]purchaseRow, 0, n)
+	for _, s := range spans {
+		out = append(out, s...)
 	}
 	cmpBuy := func(a, b purchaseRow) int {
 		if x := cmp.Compare(a.Time, b.Time); x != 0 {
@@ -571,6 +611,28 @@ func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purc
 	}
 	if !slices.IsSortedFunc(out, cmpBuy) {
 		slices.SortFunc(out, cmpBuy)
+	}
+	return out, ctx.Err()
+}
+
+// purchaseSpans returns the purchases with a time in [from, to) as they
+// are in the day cache (each span sorted; shared: do not modify), for
+// callers that do not need them in one order.
+func (d *projectData) purchaseSpans(ctx context.Context, from, to time.Time) ([][]purchaseRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Events]
+	a, b := parts.between(from, to, d.Loc)
+	var out [][]purchaseRow
+	for ord := a; ord < b; ord++ {
+		c, err := d.factChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		i, _ := slices.BinarySearchFunc(c.buys, lo, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		j, _ := slices.BinarySearchFunc(c.buys, hi, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		if j > i {
+			out = append(out, c.buys[i:j])
+		}
 	}
 	return out, ctx.Err()
 }
