@@ -193,6 +193,7 @@ type visitChunk struct {
 	// pv and consPV are the pageviews of its visits, and of the consented
 	// ones: a window that holds the whole partition adds them at once.
 	pv, consPV int64
+	chans      map[string]int // visits by channel
 	idOnce     sync.Once
 	byID       []int32 // row indexes sorted by visit id, built on first use
 }
@@ -222,7 +223,7 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 				shared = pc.places.bytes + pc.sources.bytes
 			}
 		}
-		c := &visitChunk{rows: rows, shared: shared}
+		c := &visitChunk{rows: rows, shared: shared, chans: map[string]int{}}
 		size := int64(cap(rows))*int64(unsafe.Sizeof(visitRow{})) + int64(len(rows))*4 + shared
 		for i := range rows {
 			v := &rows[i]
@@ -232,11 +233,13 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			}
 			c.maxEnd = max(c.maxEnd, v.End)
 			c.pv += int64(v.Pageviews)
+			c.chans[v.Channel]++
 			if v.Consented {
 				c.consPV += int64(v.Pageviews)
 			}
 			size += v.stringBytes()
 		}
+		size += int64(len(c.chans)) * 64
 		return c, size, nil
 	})
 	if err != nil {
@@ -272,8 +275,9 @@ func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func
 
 // visitTotals returns the visits starting in [from, to) and their
 // pageviews, all and consented: the totals of the day partitions the
-// window holds whole, the rows of the others.
-func (d *projectData) visitTotals(ctx context.Context, from, to time.Time) (visits int, pv, consPV int64, err error) {
+// window holds whole, the rows of the others. perChannel, when not nil,
+// is called with visits by channel (a channel may come several times).
+func (d *projectData) visitTotals(ctx context.Context, from, to time.Time, perChannel func(ch string, visits int)) (visits int, pv, consPV int64, err error) {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Visits]
 	a, b := parts.between(from, to, d.Loc)
@@ -289,12 +293,20 @@ func (d *projectData) visitTotals(ctx context.Context, from, to time.Time) (visi
 			continue
 		} else if c.rows[0].Start >= lo && c.rows[n-1].Start < hi {
 			visits, pv, consPV = visits+n, pv+c.pv, consPV+c.consPV
+			if perChannel != nil {
+				for ch, k := range c.chans {
+					perChannel(ch, k)
+				}
+			}
 			continue
 		}
 		k, _ := slices.BinarySearchFunc(c.rows, lo, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
 		for ; k < len(c.rows) && c.rows[k].Start < hi; k++ {
 			v := &c.rows[k]
 			visits++
+			if perChannel != nil {
+				perChannel(v.Channel, 1)
+			}
 			pv += int64(v.Pageviews)
 			if v.Consented {
 				consPV += int64(v.Pageviews)

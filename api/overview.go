@@ -123,7 +123,7 @@ func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen
 		if chosen == nil {
 			// Every visit, no people to collect: the day partitions'
 			// totals.
-			visits, pv, consPV, err := d.visitTotals(ctx, bounds[b], bounds[b+1])
+			visits, pv, consPV, err := d.visitTotals(ctx, bounds[b], bounds[b+1], nil)
 			if err != nil {
 				return nil, err
 			}
