@@ -77,7 +77,8 @@ type projectCache struct {
 	peopleGen uint64                // the last people index built
 
 	chunkMu sync.Mutex
-	latest  map[string]latestChunk // by table/partition (data_days.go)
+	latest  map[string]latestChunk  // by table/partition (data_days.go)
+	details map[string]detailLatest // by people partition (people_detail.go)
 }
 
 // partCache is the decoded rows of one partition, valid while its files

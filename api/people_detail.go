@@ -134,5 +134,36 @@ func (d *projectData) detailChunk(ctx context.Context, b int) (*detailChunk, err
 	c.refs, c.rows, c.text = tight(c.refs), tight(c.rows), tight(c.text)
 	size := int64(cap(c.refs))*16 + int64(cap(c.rows))*int64(unsafe.Sizeof(detailRow{})) + int64(cap(c.text))
 	d.rows.put(key, c, size, d.req)
+	d.supersede(tables.People+"-detail/"+name, key)
 	return c, nil
+}
+
+// supersede records key as the newest cache entry of part (a people
+// partition's details) and drops the one it replaces: a commit that
+// changes a bucket leaves its old details no request of a newer snapshot
+// reads, which would otherwise wait for eviction and push out days that
+// are still read.
+func (d *projectData) supersede(part, key string) {
+	if d.pc == nil {
+		return
+	}
+	d.pc.chunkMu.Lock()
+	defer d.pc.chunkMu.Unlock()
+	if d.pc.details == nil {
+		d.pc.details = map[string]detailLatest{}
+	}
+	cur := d.pc.details[part]
+	if cur.key != "" && (cur.gen > d.Generation || (cur.gen == d.Generation && cur.version > d.Version)) {
+		return // a newer snapshot's details are already in
+	}
+	if cur.key != "" && cur.key != key {
+		d.rows.remove(cur.key)
+	}
+	d.pc.details[part] = detailLatest{key: key, gen: d.Generation, version: d.Version}
+}
+
+// detailLatest is the newest details entry of a people partition.
+type detailLatest struct {
+	key          string
+	gen, version int64
 }

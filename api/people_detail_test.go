@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -20,7 +21,9 @@ import (
 // worked out by hand; every person's details equal their row decoded from
 // one scan of the whole people table (asked for in any order, several
 // buckets at once, and once more through a cache too small to keep any
-// bucket, which must still answer and stay within its budget).
+// bucket, which must still answer and stay within its budget); after a
+// commit that rewrites a bucket, the new snapshot's details replace the
+// old ones in the cache.
 func TestPersonDetails(t *testing.T) {
 	env := newReportFixture(t)
 	ctx := context.Background()
@@ -37,6 +40,10 @@ func TestPersonDetails(t *testing.T) {
 			Visits                             int64
 			Traits                             []string
 			Revenue                            int
+		}
+		Later struct {
+			Key, Name string
+			Body      json.RawMessage
 		}
 	}
 	if err := json.Unmarshal(raw, &file); err != nil {
@@ -112,6 +119,43 @@ func TestPersonDetails(t *testing.T) {
 	check("64-byte cache", &small)
 	if st := small.rows.stats(); st.Bytes > st.Limit || st.Entries != 0 {
 		t.Errorf("64-byte cache holds %d bytes in %d entries", st.Bytes, st.Entries)
+	}
+
+	// A commit that rewrites people: the new snapshot's details, and no
+	// more than one details entry per bucket left in the cache.
+	env.send(t, file.Later.Key, string(file.Later.Body))
+	env.wait(t)
+	d2 := env.projectData(t, shopID)
+	if d2.Version == d.Version {
+		t.Fatal("the batch made no new snapshot")
+	}
+	alice, _ := d2.Person(UserRef(shopID, "alice"))
+	all := make([]int32, len(d2.People))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	got, err := d2.details(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[alice].Name != file.Later.Name {
+		t.Errorf("alice's name after the commit: %q, want %q", got[alice].Name, file.Later.Name)
+	}
+	perBucket := map[string]int{}
+	d2.rows.mu.Lock()
+	for key := range d2.rows.items {
+		if i := strings.Index(key, tables.People+"-detail/"); i >= 0 {
+			perBucket[strings.SplitN(key[i:], "\x00", 2)[0]]++
+		}
+	}
+	d2.rows.mu.Unlock()
+	if len(perBucket) == 0 {
+		t.Error("no details in the cache")
+	}
+	for b, n := range perBucket {
+		if n > 1 {
+			t.Errorf("%d details entries of %s in the cache, want the newest only", n, b)
+		}
 	}
 }
 
