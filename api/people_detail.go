@@ -22,8 +22,8 @@ import (
 
 // detailChunk is the detail rows of one people partition, sorted by ref:
 // fixed-size rows whose strings are ranges of one text (a person costs
-// about 90 bytes and their strings, not the 170 of a personDetail and a
-// header per string).
+// 88 bytes with their ref, and their strings, not the 160 of a
+// personDetail and an allocation per string).
 type detailChunk struct {
 	refs []ref
 	rows []detailRow
@@ -32,10 +32,9 @@ type detailChunk struct {
 
 // detailRow is a personDetail in a detailChunk.
 type detailRow struct {
-	at   uint32    // where its strings start in the chunk's text
-	ends [6]uint32 // where user id, name, email, last path, traits and revenue end
-	// visits, active days, events, pageviews, browsers
-	counts                    [5]int64
+	counts                    [5]int64  // visits, active days, events, pageviews, browsers
+	at                        uint32    // where its strings start in the chunk's text
+	ends                      [6]uint32 // where user id, name, email, last path, traits and revenue end
 	hasName, hasEmail, shared bool
 }
 
