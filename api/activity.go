@@ -363,8 +363,8 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 			if !tables.BoolAt(c[5], i) {
 				continue
 			}
-			b := purchaseRow{Time: t, EventID: tables.RefAt(c[1], i), Unit: tables.RefAt(c[2], i), UserID: tables.StrAt(c[3], i),
-				Consented: consented, Currency: tables.StrAt(c[7], i), Visit: tables.RefAt(c[8], i)}
+			b := purchaseRow{Time: t, EventID: tables.RefAt(c[1], i), Unit: tables.RefAt(c[2], i), UserID: strings.Clone(tables.StrAt(c[3], i)),
+				Consented: consented, Currency: strings.Clone(tables.StrAt(c[7], i)), Visit: tables.RefAt(c[8], i)}
 			b.Value, b.HasValue = tables.Int64At(c[6], i)
 			if b.Visit == (ref{}) && !c[10].IsNull(i) {
 				b.Visit = tables.RefAt(c[9], i)
@@ -378,14 +378,16 @@ func decodeEventFacts(project string) func(pc *partCache, rec arrow.Record) erro
 // Buyers returns the people with a consented purchase in [from, to) (a
 // purchase is an event stored with purchase true; see purchaseRow).
 func (d *projectData) Buyers(ctx context.Context, from, to time.Time) (bitset, error) {
-	ps, err := d.Purchases(ctx, from, to)
+	spans, err := d.purchaseSpans(ctx, from, to) // a set: any order
 	if err != nil {
 		return nil, err
 	}
 	out := newBitset(len(d.People))
-	for i := range ps {
-		if p := ps[i].Person; p >= 0 {
-			out.add(p)
+	for _, ps := range spans {
+		for i := range ps {
+			if p := ps[i].Person; p >= 0 {
+				out.add(p)
+			}
 		}
 	}
 	return out, nil

@@ -200,7 +200,7 @@ func (r *Reporting) getAds(c *fiber.Ctx) error {
 	credit := creditPaid(paid, purchases, len(d.People))
 	tracked := credit.tracked
 	for i := 0; !tracked && i < len(d.People); i++ {
-		tracked = len(d.People[i].Revenue) > 0
+		tracked = d.People[i].HasRevenue
 	}
 	var roas any
 	if tracked {

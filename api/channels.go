@@ -76,7 +76,30 @@ func computeChannels(ctx context.Context, d *projectData, w Window, touch string
 	} else {
 		people = newBitset(n)
 	}
-	err = d.eachVisit(ctx, w.From, w.To, func(k vpos, v *visitRow) {
+	if chosen == nil {
+		// Every visit, people from the activity index: the day
+		// partitions' totals.
+		var visits int
+		visits, rep.pageviews, rep.consented, err = d.visitTotals(ctx, w.From, w.To, func(ch string, n int) {
+			if rep.byChannel[ch] == nil {
+				ch = "direct" // a channel this build does not know
+			}
+			rep.byChannel[ch].visits += n
+		})
+		rep.all.visits += visits
+	} else {
+		err = d.eachChosenVisit(ctx, w, chosen, rep, people)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rep.finish(ctx, d, w, touch, people)
+}
+
+// eachChosenVisit counts the chosen visits of w into rep, and their
+// people into people.
+func (d *projectData) eachChosenVisit(ctx context.Context, w Window, chosen *visitChoice, rep *channelReport, people bitset) error {
+	return d.eachVisit(ctx, w.From, w.To, func(k vpos, v *visitRow) {
 		if !chosen.has(k) {
 			return
 		}
@@ -90,13 +113,15 @@ func computeChannels(ctx context.Context, d *projectData, w Window, touch string
 		if v.Consented {
 			rep.consented += int64(v.Pageviews)
 		}
-		if chosen != nil && v.Person >= 0 {
+		if v.Person >= 0 {
 			people.add(v.Person)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// finish counts people into rep: each of people once, in the channel of
+// their first or last touch.
+func (rep *channelReport) finish(ctx context.Context, d *projectData, w Window, touch string, people bitset) (*channelReport, error) {
 	lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
 	bought, err := d.Buyers(ctx, w.From, w.To)
 	if err != nil {

@@ -15,8 +15,9 @@ import (
 
 // The reporting data layer: the processor's tables of a project
 // (docs/processor.md, "Tables") as one consistent snapshot. People and
-// identities are decoded whole per snapshot (the person index every
-// report counts by); the day-partitioned tables (visits, conversions, the
+// identities are decoded per snapshot into the person index every report
+// counts by (the columns counts, filters and sorts read; the rest of a
+// person is read for the people a page shows: people_detail.go); the day-partitioned tables (visits, conversions, the
 // events' facts) are read for the days a request asks for, through a
 // byte-bounded cache (data_days.go); the events themselves are read
 // through the rollups reader (and its column cache) on every call that
@@ -34,13 +35,17 @@ type projectData struct {
 	// index used by the other rows.
 	People []personRow
 
-	pid        string  // the project of the tables
-	peopleRefs []ref   // People[i].Ref, for binary search
-	idUnits    []ref   // claimed browsers, sorted
-	idPerson   []int32 // their person's index
-	peopleGen  uint64  // identifies this people index (chunks resolved against it)
-	first      int64   // earliest event, Unix ms
-	hasFirst   bool
+	pid        string // the project of the tables
+	peopleRefs []ref  // People[i].Ref, for binary search
+	// peopleParts are the people table's partitions (personRow.bucket).
+	peopleParts []string
+	known       bitset  // People[i].Known (people_columns.go)
+	firstSeen   []int64 // People[i].FirstSeen
+	idUnits     []ref   // claimed browsers, sorted
+	idPerson    []int32 // their person's index
+	peopleGen   uint64  // identifies this people index (chunks resolved against it)
+	first       int64   // earliest event, Unix ms
+	hasFirst    bool
 
 	snap        *rollups.Snapshot   // nil without tables
 	events      []string            // day partitions of the events table

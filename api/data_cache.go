@@ -77,7 +77,8 @@ type projectCache struct {
 	peopleGen uint64                // the last people index built
 
 	chunkMu sync.Mutex
-	latest  map[string]latestChunk // by table/partition (data_days.go)
+	latest  map[string]latestChunk  // by table/partition (data_days.go)
+	details map[string]detailLatest // by people partition (people_detail.go)
 }
 
 // partCache is the decoded rows of one partition, valid while its files
@@ -100,6 +101,21 @@ type partCache struct {
 	places  *interner[place]
 	sources *interner[visitSource]
 	touches *interner[touch]
+	strs    map[string]string // few-valued strings (stages, actions, currencies), copied once
+	bucket  uint8             // people: the partition's ordinal
+}
+
+// intern returns s copied once per partCache: rows keep no decoded column.
+func (pc *partCache) intern(s string) string {
+	if v, ok := pc.strs[s]; ok {
+		return v
+	}
+	if pc.strs == nil {
+		pc.strs = map[string]string{}
+	}
+	v := strings.Clone(s)
+	pc.strs[v] = v
+	return v
 }
 
 func fileSig(files []rollups.DataFile) string {
@@ -177,13 +193,18 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
 		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
 		d.People, d.peopleRefs, d.idUnits, d.idPerson, d.peopleGen = last.People, last.peopleRefs, last.idUnits, last.idPerson, last.peopleGen
+		d.peopleParts, d.known, d.firstSeen = last.peopleParts, last.known, last.firstSeen
 	} else {
 		pc.peopleGen++
 		d.peopleGen = pc.peopleGen
 		buckets := partitions(tables.People)
+		if len(buckets) > 256 {
+			return nil, fmt.Errorf("the people table has %d partitions, more than the 256 the person index numbers", len(buckets))
+		}
+		d.peopleParts = buckets
 		decoded := make([]*partCache, len(buckets))
 		err := d.prefetch(ctx, 0, len(buckets), func(ctx context.Context, i int) error {
-			decoded[i] = &partCache{}
+			decoded[i] = &partCache{bucket: uint8(i)}
 			return scan(tables.People, buckets[i], decodePeople, peopleColumns, decoded[i])
 		})
 		if err != nil {
@@ -194,8 +215,9 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 			n += len(c.people)
 		}
 		d.People = make([]personRow, 0, n)
-		for _, c := range decoded {
+		for k, c := range decoded {
 			d.People = append(d.People, c.people...)
+			decoded[k] = nil
 		}
 		if !slices.IsSortedFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) }) {
 			slices.SortFunc(d.People, func(a, b personRow) int { return compareRef(a.Ref, b.Ref) })
@@ -204,17 +226,27 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 		for i := range d.People {
 			d.peopleRefs[i] = d.People[i].Ref
 		}
+		d.indexColumns()
 		type claim struct{ unit, person ref }
-		var claims []claim
-		ids := &partCache{}
-		for _, p := range partitions(tables.Identities) {
-			ids.units, ids.owners = ids.units[:0], ids.owners[:0]
-			if err := scan(tables.Identities, p, decodeIdentities, identityColumns, ids); err != nil {
-				return nil, err
+		idParts := partitions(tables.Identities)
+		ids := make([]*partCache, len(idParts))
+		err = d.prefetch(ctx, 0, len(idParts), func(ctx context.Context, i int) error {
+			ids[i] = &partCache{}
+			return scan(tables.Identities, idParts[i], decodeIdentities, identityColumns, ids[i])
+		})
+		if err != nil {
+			return nil, err
+		}
+		n = 0
+		for _, c := range ids {
+			n += len(c.units)
+		}
+		claims := make([]claim, 0, n)
+		for k, c := range ids {
+			for i := range c.units {
+				claims = append(claims, claim{c.units[i], c.owners[i]})
 			}
-			for i := range ids.units {
-				claims = append(claims, claim{ids.units[i], ids.owners[i]})
-			}
+			ids[k] = nil
 		}
 		slices.SortFunc(claims, func(a, b claim) int { return compareRef(a.unit, b.unit) })
 		d.idUnits = make([]ref, len(claims))

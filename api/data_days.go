@@ -190,8 +190,12 @@ type visitChunk struct {
 	rows   []visitRow
 	shared int64 // bytes of the values its rows share (places, sources)
 	maxEnd int64 // latest end of its visits
-	idOnce sync.Once
-	byID   []int32 // row indexes sorted by visit id, built on first use
+	// pv and consPV are the pageviews of its visits, and of the consented
+	// ones: a window that holds the whole partition adds them at once.
+	pv, consPV int64
+	chans      map[string]int // visits by channel
+	idOnce     sync.Once
+	byID       []int32 // row indexes sorted by visit id, built on first use
 }
 
 // vpos is a visit's position: its partition ordinal and row, valid for
@@ -213,13 +217,13 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 			if err := d.scanPart(ctx, tables.Visits, name, visitColumns, func(rec arrow.Record) error { return decodeVisits(pc, rec) }); err != nil {
 				return nil, 0, err
 			}
-			rows = pc.visits
+			rows = tight(pc.visits)
 			sortVisits(rows)
 			if pc.places != nil {
 				shared = pc.places.bytes + pc.sources.bytes
 			}
 		}
-		c := &visitChunk{rows: rows, shared: shared}
+		c := &visitChunk{rows: rows, shared: shared, chans: map[string]int{}}
 		size := int64(cap(rows))*int64(unsafe.Sizeof(visitRow{})) + int64(len(rows))*4 + shared
 		for i := range rows {
 			v := &rows[i]
@@ -228,8 +232,14 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 				v.Person = d.personOf(v.PersonRef)
 			}
 			c.maxEnd = max(c.maxEnd, v.End)
+			c.pv += int64(v.Pageviews)
+			c.chans[v.Channel]++
+			if v.Consented {
+				c.consPV += int64(v.Pageviews)
+			}
 			size += v.stringBytes()
 		}
+		size += int64(len(c.chans)) * 64
 		return c, size, nil
 	})
 	if err != nil {
@@ -261,6 +271,49 @@ func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func
 		}
 	}
 	return nil
+}
+
+// visitTotals returns the visits starting in [from, to) and their
+// pageviews, all and consented: the totals of the day partitions the
+// window holds whole, the rows of the others. perChannel, when not nil,
+// is called with visits by channel (a channel may come several times).
+func (d *projectData) visitTotals(ctx context.Context, from, to time.Time, perChannel func(ch string, visits int)) (visits int, pv, consPV int64, err error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Visits]
+	a, b := parts.between(from, to, d.Loc)
+	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
+		return 0, 0, 0, err
+	}
+	for ord := a; ord < b; ord++ {
+		c, err := d.visitChunk(ctx, ord)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if n := len(c.rows); n == 0 || c.rows[0].Start >= hi || c.rows[n-1].Start < lo {
+			continue
+		} else if c.rows[0].Start >= lo && c.rows[n-1].Start < hi {
+			visits, pv, consPV = visits+n, pv+c.pv, consPV+c.consPV
+			if perChannel != nil {
+				for ch, k := range c.chans {
+					perChannel(ch, k)
+				}
+			}
+			continue
+		}
+		k, _ := slices.BinarySearchFunc(c.rows, lo, func(v visitRow, t int64) int { return cmp.Compare(v.Start, t) })
+		for ; k < len(c.rows) && c.rows[k].Start < hi; k++ {
+			v := &c.rows[k]
+			visits++
+			if perChannel != nil {
+				perChannel(v.Channel, 1)
+			}
+			pv += int64(v.Pageviews)
+			if v.Consented {
+				consPV += int64(v.Pageviews)
+			}
+		}
+	}
+	return visits, pv, consPV, ctx.Err()
 }
 
 // visitAt returns the visit at p (from eachVisit or a visitFinder of this
@@ -374,7 +427,7 @@ func (d *projectData) convChunk(ctx context.Context, ord int) (*convChunk, error
 			if err := d.scanPart(ctx, tables.Conversions, name, conversionColumns, func(rec arrow.Record) error { return decodeConversions(pc, rec) }); err != nil {
 				return nil, 0, err
 			}
-			rows = pc.convs
+			rows = tight(pc.convs)
 			slices.SortFunc(rows, compareConversions)
 		}
 		size := int64(cap(rows))*int64(unsafe.Sizeof(conversionRow{})) + int64(len(rows))*4
@@ -521,7 +574,7 @@ func (c *factChunk) unresolved() *partCache {
 
 // resolveFacts resolves the persons of decoded events facts.
 func (d *projectData) resolveFacts(pc *partCache) *factChunk {
-	c := &factChunk{first: pc.first, last: pc.lastT, buys: pc.buys, seenParts: pc.seen}
+	c := &factChunk{first: pc.first, last: pc.lastT, buys: tight(pc.buys), seenParts: tight(pc.seen)}
 	slices.SortFunc(c.buys, func(a, b purchaseRow) int {
 		if x := cmp.Compare(a.Time, b.Time); x != 0 {
 			return x
@@ -543,24 +596,24 @@ func (d *projectData) resolveFacts(pc *partCache) *factChunk {
 		b.Person = d.personOf(b.Unit)
 	}
 	c.act = d.dayActivityOf(pc)
+	c.act.people, c.act.first, c.act.last = tight(c.act.people), tight(c.act.first), tight(c.act.last)
 	return c
 }
 
 // Purchases returns the purchases with a time in [from, to), sorted by
 // time and event id (a copy).
 func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purchaseRow, error) {
-	lo, hi := from.UnixMilli(), to.UnixMilli()
-	parts := d.days[tables.Events]
-	a, b := parts.between(from, to, d.Loc)
-	var out []purchaseRow
-	for ord := a; ord < b; ord++ {
-		c, err := d.factChunk(ctx, ord)
-		if err != nil {
-			return nil, err
-		}
-		i, _ := slices.BinarySearchFunc(c.buys, lo, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
-		j, _ := slices.BinarySearchFunc(c.buys, hi, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
-		out = append(out, c.buys[i:max(i, j)]...)
+	spans, err := d.purchaseSpans(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, s := range spans {
+		n += len(s)
+	}
+	out := make([]purchaseRow, 0, n)
+	for _, s := range spans {
+		out = append(out, s...)
 	}
 	cmpBuy := func(a, b purchaseRow) int {
 		if x := cmp.Compare(a.Time, b.Time); x != 0 {
@@ -570,6 +623,28 @@ func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purc
 	}
 	if !slices.IsSortedFunc(out, cmpBuy) {
 		slices.SortFunc(out, cmpBuy)
+	}
+	return out, ctx.Err()
+}
+
+// purchaseSpans returns the purchases with a time in [from, to) as they
+// are in the day cache (each span sorted; shared: do not modify), for
+// callers that do not need them in one order.
+func (d *projectData) purchaseSpans(ctx context.Context, from, to time.Time) ([][]purchaseRow, error) {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	parts := d.days[tables.Events]
+	a, b := parts.between(from, to, d.Loc)
+	var out [][]purchaseRow
+	for ord := a; ord < b; ord++ {
+		c, err := d.factChunk(ctx, ord)
+		if err != nil {
+			return nil, err
+		}
+		i, _ := slices.BinarySearchFunc(c.buys, lo, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		j, _ := slices.BinarySearchFunc(c.buys, hi, func(r purchaseRow, t int64) int { return cmp.Compare(r.Time, t) })
+		if j > i {
+			out = append(out, c.buys[i:j])
+		}
 	}
 	return out, ctx.Err()
 }

@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -64,20 +66,23 @@ func (d *projectData) appendEvents(rows []eventRow, rec arrow.Record, lo, hi int
 
 // Columns read per table, in the order the decoders index them.
 var (
-	peopleColumns = []string{tables.ColRef, tables.ColUserID, tables.ColKnown, tables.ColName,
-		tables.ColEmail, tables.ColStage, tables.ColFirstSeen, tables.ColLastSeen, tables.ColVisits,
-		tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColOrders, tables.ColRevenue,
-		tables.ColValue, tables.ColFTChannel, tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign,
-		tables.ColFTLanding, tables.ColFTAdPlatform, tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium,
-		tables.ColLTCampaign, tables.ColLTLanding, tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion,
-		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColLastPath, tables.ColTraits,
-		tables.ColBrowsers, tables.ColSharedBrowser, tables.ColFirstPurchase, tables.ColIntent}
+	// peopleColumns are the person index's (personRow), detailColumns the
+	// rest (personDetail).
+	peopleColumns = []string{tables.ColRef, tables.ColKnown, tables.ColStage, tables.ColFirstSeen,
+		tables.ColLastSeen, tables.ColOrders, tables.ColRevenue, tables.ColValue, tables.ColFTChannel,
+		tables.ColFTSource, tables.ColFTMedium, tables.ColFTCampaign, tables.ColFTLanding, tables.ColFTAdPlatform,
+		tables.ColLTChannel, tables.ColLTSource, tables.ColLTMedium, tables.ColLTCampaign, tables.ColLTLanding,
+		tables.ColLTAdPlatform, tables.ColCountry, tables.ColRegion, tables.ColDevice, tables.ColBrowser,
+		tables.ColOS, tables.ColLocale, tables.ColFirstPurchase, tables.ColIntent}
+	detailColumns = []string{tables.ColRef, tables.ColUserID, tables.ColName, tables.ColEmail,
+		tables.ColVisits, tables.ColActiveDays, tables.ColEvents, tables.ColPageviews, tables.ColRevenue,
+		tables.ColLastPath, tables.ColTraits, tables.ColBrowsers, tables.ColSharedBrowser}
 	identityColumns = []string{tables.ColUnit, tables.ColPerson}
 	visitColumns    = []string{tables.ColUnit, tables.ColStart, tables.ColID, tables.ColEnd, tables.ColPerson,
 		tables.ColSession, tables.ColEvents, tables.ColPageviews, tables.ColConsented, tables.ColChannel,
 		tables.ColSource, tables.ColMedium, tables.ColCampaign, tables.ColTerm, tables.ColContent,
 		tables.ColAdPlatform, tables.ColClickID, tables.ColReferrerHost, tables.ColReferrerName,
-		tables.ColLandingHost, tables.ColLandingPath, tables.ColExitPath, tables.ColCountry, tables.ColRegion,
+		tables.ColLandingHost, tables.ColCountry, tables.ColRegion,
 		tables.ColDevice, tables.ColBrowser, tables.ColOS, tables.ColLocale, tables.ColSourceID}
 	conversionColumns = []string{tables.ColAction, tables.ColTime, tables.ColEventID, tables.ColRole,
 		tables.ColOwner, tables.ColUnit, tables.ColVisit, tables.ColValue, tables.ColCurrency, tables.ColConsented}
@@ -89,38 +94,78 @@ func decodePeople(pc *partCache, rec arrow.Record) error {
 		return err
 	}
 	n := int(rec.NumRows())
+	pc.people = slices.Grow(pc.people, n)
 	for i := 0; i < n; i++ {
 		if pc.places == nil {
 			pc.places, pc.touches = newPlaces(), newTouches()
 		}
+		stage := pc.intern(tables.StrAt(c[2], i))
 		p := personRow{
-			Ref: tables.RefAt(c[0], i), UserID: tables.StrAt(c[1], i), Known: tables.BoolAt(c[2], i),
-			Name: tables.StrAt(c[3], i), HasName: !c[3].IsNull(i), Email: tables.StrAt(c[4], i), HasEmail: !c[4].IsNull(i),
-			Stage: tables.StrAt(c[5], i), FirstSeen: tables.TimeAt(c[6], i), LastSeen: tables.TimeAt(c[7], i),
-			FirstTouch: pc.touches.of(touch{tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i), tables.StrAt(c[20], i)}, touchBytes),
-			LastTouch:  pc.touches.of(touch{tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i), tables.StrAt(c[26], i)}, touchBytes),
-			place: pc.places.of(place{tables.StrAt(c[27], i), tables.StrAt(c[28], i), tables.StrAt(c[29], i), tables.StrAt(c[30], i),
-				tables.StrAt(c[31], i), tables.StrAt(c[32], i)}, placeBytes),
-			LastPath: tables.StrAt(c[33], i), Traits: tables.StrAt(c[34], i),
-			SharedBrowser: tables.BoolAt(c[36], i), FirstPurchase: tables.TimeAt(c[37], i), Intent: tables.BoolAt(c[38], i),
+			Ref: tables.RefAt(c[0], i), Known: tables.BoolAt(c[1], i), Stage: stage,
+			FirstSeen: tables.TimeAt(c[3], i), LastSeen: tables.TimeAt(c[4], i),
+			FirstTouch: pc.touches.of(touch{tables.StrAt(c[8], i), tables.StrAt(c[9], i), tables.StrAt(c[10], i), tables.StrAt(c[11], i), tables.StrAt(c[12], i), tables.StrAt(c[13], i)}, touchBytes),
+			LastTouch:  pc.touches.of(touch{tables.StrAt(c[14], i), tables.StrAt(c[15], i), tables.StrAt(c[16], i), tables.StrAt(c[17], i), tables.StrAt(c[18], i), tables.StrAt(c[19], i)}, touchBytes),
+			place: pc.places.of(place{tables.StrAt(c[20], i), tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i),
+				tables.StrAt(c[24], i), tables.StrAt(c[25], i)}, placeBytes),
+			FirstPurchase: tables.TimeAt(c[26], i), Intent: tables.BoolAt(c[27], i), bucket: pc.bucket,
 		}
 		p.FirstCh, p.LastCh = channelIndex(p.FirstTouch.Channel), channelIndex(p.LastTouch.Channel)
-		p.Visits, _ = tables.Int64At(c[8], i)
-		p.ActiveDays, _ = tables.Int64At(c[9], i)
-		p.Events, _ = tables.Int64At(c[10], i)
-		p.Pageviews, _ = tables.Int64At(c[11], i)
-		p.Orders, _ = tables.Int64At(c[12], i)
-		p.Value, _ = tables.Int64At(c[14], i)
-		p.Browsers, _ = tables.Int64At(c[35], i)
-		if s := tables.StrAt(c[13], i); s != "" {
-			if err := json.Unmarshal([]byte(s), &p.Revenue); err != nil {
-				return fmt.Errorf("cannot read the revenue of person %x: %w", p.Ref, err)
-			}
+		p.Orders, _ = tables.Int64At(c[5], i)
+		p.Value, _ = tables.Int64At(c[7], i)
+		rev, err := revenueOf(p.Ref, tables.StrAt(c[6], i))
+		if err != nil {
+			return err
 		}
-		if p.Revenue == nil {
-			p.Revenue = []Money{}
-		}
+		p.HasRevenue = len(rev) > 0
 		pc.people = append(pc.people, p)
+	}
+	return nil
+}
+
+// revenueOf decodes a people row's revenue column (empty: none).
+func revenueOf(r ref, s string) ([]Money, error) {
+	var out []Money
+	if s != "" && s != "[]" {
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			return nil, fmt.Errorf("cannot read the revenue of person %x: %w", r, err)
+		}
+	}
+	if out == nil {
+		out = []Money{}
+	}
+	return out, nil
+}
+
+// decodeDetails appends the detail columns of a people partition's rows
+// to c: their strings (and the revenue, as stored) to its text, checked
+// as they will be read.
+func decodeDetails(c *detailChunk, rec arrow.Record) error {
+	col, err := tables.ColumnsOf(rec, detailColumns)
+	if err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	c.refs, c.rows = slices.Grow(c.refs, n), slices.Grow(c.rows, n)
+	for i := 0; i < n; i++ {
+		r := tables.RefAt(col[0], i)
+		dr := detailRow{at: uint32(len(c.text))}
+		for k, j := range [...]int{1, 2, 3, 9, 10, 8} { // detailRow.ends' order
+			if j == 8 {
+				if _, err := revenueOf(r, tables.StrAt(col[j], i)); err != nil {
+					return err
+				}
+			}
+			c.text = append(c.text, tables.StrAt(col[j], i)...)
+			if len(c.text) > math.MaxUint32 {
+				return fmt.Errorf("the people of one partition hold more than %d bytes of text", math.MaxUint32)
+			}
+			dr.ends[k] = uint32(len(c.text))
+		}
+		dr.hasName, dr.hasEmail, dr.shared = !col[2].IsNull(i), !col[3].IsNull(i), tables.BoolAt(col[12], i)
+		for k, j := range [...]int{4, 5, 6, 7, 11} { // detailRow.counts' order
+			dr.counts[k], _ = tables.Int64At(col[j], i)
+		}
+		c.refs, c.rows = append(c.refs, r), append(c.rows, dr)
 	}
 	return nil
 }
@@ -150,19 +195,19 @@ func decodeVisits(pc *partCache, rec arrow.Record) error {
 			pc.places, pc.sources = newPlaces(), newSources()
 		}
 		v := visitRow{
-			Unit: tables.RefAt(c[0], i), Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
+			Start: tables.TimeAt(c[1], i), ID: tables.RefAt(c[2], i), End: tables.TimeAt(c[3], i),
 			PersonRef: tables.RefAt(c[4], i), Session: tables.BoolAt(c[5], i), Events: tables.Int32At(c[6], i), Pageviews: tables.Int32At(c[7], i),
 			Consented: tables.BoolAt(c[8], i),
 			visitSource: pc.sources.of(visitSource{Channel: tables.StrAt(c[9], i), Source: tables.StrAt(c[10], i), Medium: tables.StrAt(c[11], i),
 				Campaign: tables.StrAt(c[12], i), Term: tables.StrAt(c[13], i), Content: tables.StrAt(c[14], i), AdPlatform: tables.StrAt(c[15], i),
 				ReferrerHost: tables.StrAt(c[17], i), ReferrerName: tables.StrAt(c[18], i), LandingHost: tables.StrAt(c[19], i),
-				SourceID: tables.StrAt(c[28], i)}, sourceBytes),
-			place: pc.places.of(place{tables.StrAt(c[22], i), tables.StrAt(c[23], i), tables.StrAt(c[24], i), tables.StrAt(c[25], i),
-				tables.StrAt(c[26], i), tables.StrAt(c[27], i)}, placeBytes),
-			ClickID: tables.StrAt(c[16], i), LandingPath: tables.StrAt(c[20], i), ExitPath: tables.StrAt(c[21], i), Person: noPerson,
+				SourceID: tables.StrAt(c[26], i)}, sourceBytes),
+			place: pc.places.of(place{tables.StrAt(c[20], i), tables.StrAt(c[21], i), tables.StrAt(c[22], i), tables.StrAt(c[23], i),
+				tables.StrAt(c[24], i), tables.StrAt(c[25], i)}, placeBytes),
+			ClickID: strings.Clone(tables.StrAt(c[16], i)), Person: noPerson,
 		}
 		if v.PersonRef == (ref{}) {
-			v.PersonRef = v.Unit
+			v.PersonRef = tables.RefAt(c[0], i) // the unit
 		}
 		pc.visits = append(pc.visits, v)
 	}
@@ -178,8 +223,8 @@ func decodeConversions(pc *partCache, rec arrow.Record) error {
 	pc.convs = slices.Grow(pc.convs, n) // exactly: the cache counts capacity
 	for i := 0; i < n; i++ {
 		cv := conversionRow{
-			Action: tables.StrAt(c[0], i), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: tables.StrAt(c[3], i),
-			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: tables.StrAt(c[8], i),
+			Action: pc.intern(tables.StrAt(c[0], i)), Time: tables.TimeAt(c[1], i), EventID: tables.RefAt(c[2], i), Role: pc.intern(tables.StrAt(c[3], i)),
+			Owner: tables.RefAt(c[4], i), Unit: tables.RefAt(c[5], i), Visit: tables.RefAt(c[6], i), Currency: pc.intern(tables.StrAt(c[8], i)),
 			Consented: tables.BoolAt(c[9], i), Person: noPerson,
 		}
 		cv.Value, cv.HasValue = tables.Int64At(c[7], i)

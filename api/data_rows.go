@@ -99,42 +99,56 @@ func touchBytes(t *touch) int {
 	return len(t.Channel) + len(t.Source) + len(t.Medium) + len(t.Campaign) + len(t.Landing) + len(t.AdPlatform)
 }
 
-// personRow is a row of the people table.
+// personRow is the part of a people row every count reads, kept for
+// every person of a snapshot (the person index): what the key numbers,
+// channels, filters and sorts of the people list need. What only a page
+// or a profile shows is a personDetail, read per question from the
+// person's bucket partition (people_detail.go).
 type personRow struct {
-	Ref                                   ref
-	UserID, Name, Email, Stage            string
-	Known, HasName, HasEmail              bool
-	FirstSeen, LastSeen                   int64 // Unix ms
+	Ref                       ref
+	Stage                     string // interned
+	FirstSeen, LastSeen       int64  // Unix ms
+	Orders                    int64
+	Value                     int64  // micro-units of the reporting currency
+	FirstPurchase             int64  // Unix ms, 0 when never bought
+	FirstTouch, LastTouch     *touch // shared: do not modify
+	*place                           // shared: do not modify
+	FirstCh, LastCh           uint8  // channelIndex of the touches' channels
+	Known, Intent, HasRevenue bool   // HasRevenue: the revenue column is not empty
+	bucket                    uint8  // the ordinal of its people partition
+}
+
+// personDetail is the rest of a people row: what a person's line in a
+// list, their profile or an event's person shows.
+type personDetail struct {
+	UserID, Name, Email                   string
+	HasName, HasEmail                     bool
 	Visits, ActiveDays, Events, Pageviews int64
-	Orders                                int64
 	Revenue                               []Money // per currency, reporting currency first
-	Value                                 int64   // micro-units of the reporting currency
-	FirstTouch, LastTouch                 *touch  // shared: do not modify
-	FirstCh, LastCh                       uint8   // channelIndex of the touches' channels
-	*place                                        // shared: do not modify
 	LastPath                              string
 	Traits                                string // JSON object of the latest identify, "" when none
 	Browsers                              int64
 	SharedBrowser                         bool
-	FirstPurchase                         int64 // Unix ms, 0 when never bought
-	Intent                                bool
 }
 
 // visitRow is a row of the visits table; Person is the index of the
 // visit's person (the person of its touch event; noPerson for a
 // consentless visit or a unit nobody knows).
 type visitRow struct {
-	Unit, ID                       ref
-	PersonRef                      ref // the person column, or the unit where it is null
-	Person                         int32
-	Start, End                     int64 // Unix ms
-	Events                         int32
-	Pageviews                      int32
-	Consented                      bool
-	Session                        bool // the visit is a sessionId
-	*visitSource                        // shared: do not modify
-	*place                              // shared: do not modify
-	ClickID, LandingPath, ExitPath string
+	ID           ref
+	PersonRef    ref   // the person column, or the unit where it is null
+	Start, End   int64 // Unix ms
+	Person       int32
+	Events       int32
+	Pageviews    int32
+	Consented    bool
+	Session      bool // the visit is a sessionId
+	*visitSource      // shared: do not modify
+	*place            // shared: do not modify
+	ClickID      string
+	// The unit is kept only as the PersonRef of a visit without a person,
+	// the landing and exit paths not at all: no report or filter reads
+	// them (docs/reporting-data.md).
 }
 
 // conversionRow is a row of the conversions table; Person is the index
@@ -199,7 +213,7 @@ type purchaseRow struct {
 // stringBytes is the size of the visit's own strings (not the shared
 // ones), for the cache's accounting.
 func (v *visitRow) stringBytes() int64 {
-	return int64(len(v.ClickID) + len(v.LandingPath) + len(v.ExitPath))
+	return int64(len(v.ClickID))
 }
 
 func compareRef(a, b ref) int { return bytes.Compare(a[:], b[:]) }
@@ -246,4 +260,14 @@ func compareConversions(a, b conversionRow) int {
 		return c
 	}
 	return strings.Compare(a.Action, b.Action)
+}
+
+// tight returns s with no more capacity than a few percent over its
+// length (a copy when append left more): decoded rows are kept in the
+// day cache, which counts their capacity.
+func tight[S ~[]E, E any](s S) S {
+	if cap(s)-len(s) <= len(s)/16 {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }

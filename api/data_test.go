@@ -44,8 +44,12 @@ func TestDataLayer(t *testing.T) {
 	if b, ok := d.Person(BrowserRef(shopID, "anon-alice")); !ok || b != alice {
 		t.Errorf("alice's browser answers person %d (%v), want alice %d", b, ok, alice)
 	}
-	if p := d.People[alice]; p.Name != "Alice A" || !p.Known || p.Orders != 1 || p.Visits != 3 || p.Stage != "customer" {
-		t.Errorf("alice: %+v", p)
+	pd, err := d.detail(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.People[alice]; pd.Name != "Alice A" || !p.Known || p.Orders != 1 || pd.Visits != 3 || p.Stage != "customer" {
+		t.Errorf("alice: %+v %+v", p, pd)
 	}
 	if _, ok := d.Person(BrowserRef(shopID, "nobody")); ok {
 		t.Error("an unknown browser is a person")

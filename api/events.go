@@ -51,7 +51,7 @@ func pageHost(origin string) string {
 }
 
 // eventResource is the Event resource of a row.
-func (d *projectData) eventResource(e *eventRow) Resource {
+func (d *projectData) eventResource(e *eventRow, people map[int32]*personDetail) Resource {
 	kind, ok := eventKinds[e.Name]
 	if !ok {
 		kind = "custom"
@@ -68,10 +68,10 @@ func (d *projectData) eventResource(e *eventRow) Resource {
 		revenue = map[string]any{"amount": micros(e.Value), "currency": e.ValueCurrency}
 	}
 	if e.Consented && e.Person >= 0 {
-		p := &d.People[e.Person]
+		p, pd := &d.People[e.Person], people[e.Person]
 		var name any
-		if p.HasName {
-			name = p.Name
+		if pd != nil && pd.HasName {
+			name = pd.Name
 		}
 		person = map[string]any{"ref": uuidString(p.Ref), "name": name, "known": p.Known}
 	}
@@ -139,7 +139,7 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	page := make([]Resource, 0, PageSize)
+	rows := make([]eventRow, 0, PageSize)
 	var last eventRow
 	more := false
 	err = rp.d.Events(c.UserContext(), rp.p.From, rp.p.To, true, func(e *eventRow) bool {
@@ -155,16 +155,30 @@ func (r *Reporting) listEvents(c *fiber.Ctx) error {
 				return true
 			}
 		}
-		if len(page) == PageSize {
+		if len(rows) == PageSize {
 			more = true
 			return false
 		}
-		page = append(page, rp.d.eventResource(e))
+		rows = append(rows, *e)
 		last = *e
 		return true
 	})
 	if err != nil {
 		return err
+	}
+	var who []int32 // the people the page shows
+	for i := range rows {
+		if e := &rows[i]; e.Consented && e.Person >= 0 {
+			who = append(who, e.Person)
+		}
+	}
+	people, err := rp.d.details(c.UserContext(), who)
+	if err != nil {
+		return err
+	}
+	page := make([]Resource, 0, len(rows))
+	for i := range rows {
+		page = append(page, rp.d.eventResource(&rows[i], people))
 	}
 	base := r.baseURL(c) + "/projects/" + rp.vp.p.ID + "/events"
 	self := base

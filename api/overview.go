@@ -120,6 +120,18 @@ func (rp *report) scan(ctx context.Context, w Window, bounds []time.Time, chosen
 		stamp = make([]uint32, len(d.People))
 	}
 	for b := 0; b < n; b++ {
+		if chosen == nil {
+			// Every visit, no people to collect: the day partitions'
+			// totals.
+			visits, pv, consPV, err := d.visitTotals(ctx, bounds[b], bounds[b+1], nil)
+			if err != nil {
+				return nil, err
+			}
+			a.visits[b], a.pageviews[b] = visits, pv
+			a.pv, a.consPV = a.pv+pv, a.consPV+consPV
+			a.totalVisits += visits
+			continue
+		}
 		err := d.eachVisit(ctx, bounds[b], bounds[b+1], func(k vpos, v *visitRow) {
 			if !chosen.has(k) {
 				return
@@ -164,28 +176,34 @@ func (a *activity) coverage() any {
 // those of the active people and of the chosen visits. It returns the
 // amounts and the number of purchases per currency, and the buyers.
 func (rp *report) revenue(ctx context.Context, w Window, a *activity, chosen *visitChoice) (map[string]int64, map[string]int, int, error) {
-	ps, err := rp.d.Purchases(ctx, w.From, w.To)
+	spans, err := rp.d.purchaseSpans(ctx, w.From, w.To) // sums: any order
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	amounts, counts := map[string]int64{}, map[string]int{}
 	buyers := newBitset(len(rp.d.People))
 	nb := 0
-	for i := range ps {
-		b := &ps[i]
-		in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen.hasID(b.Visit, b.Time))
-		if !in {
-			continue
+	for _, ps := range spans {
+		for i := range ps {
+			rp.addPurchase(&ps[i], a, chosen, amounts, counts, buyers, &nb)
 		}
-		if b.Person >= 0 && a.active.has(b.Person) && buyers.add(b.Person) {
-			nb++
-		}
-		if b.HasValue {
-			amounts[b.Currency] += b.Value
-		}
-		counts[b.Currency]++
 	}
 	return amounts, counts, nb, nil
+}
+
+// addPurchase counts purchase b into the revenue of an overview window.
+func (rp *report) addPurchase(b *purchaseRow, a *activity, chosen *visitChoice, amounts map[string]int64, counts map[string]int, buyers bitset, nb *int) {
+	in := chosen == nil || (b.Person >= 0 && a.active.has(b.Person)) || (b.Visit != (ref{}) && chosen.hasID(b.Visit, b.Time))
+	if !in {
+		return
+	}
+	if b.Person >= 0 && a.active.has(b.Person) && buyers.add(b.Person) {
+		*nb++
+	}
+	if b.HasValue {
+		amounts[b.Currency] += b.Value
+	}
+	counts[b.Currency]++
 }
 
 // micros turns micro-units into an amount.
@@ -386,16 +404,8 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 				return f, err
 			}
 			lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
-			newN := 0
-			a.active.each(func(i int32) {
-				pr := &rp.d.People[i]
-				if pr.Known {
-					f.known++
-				}
-				if pr.FirstSeen >= lo && pr.FirstSeen < hi {
-					newN++
-				}
-			})
+			var newN int
+			f.known, newN = rp.d.knownAndNew(a.active, lo, hi)
 			if rp.before(w) != nil {
 				f.newPeople = newN
 			}

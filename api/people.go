@@ -216,8 +216,18 @@ func (r *Reporting) listPeople(c *fiber.Ctx) error {
 	}
 	base := r.baseURL(c) + "/projects/" + vp.p.ID + "/people"
 	data := make([]Resource, 0, len(page))
-	for _, h := range page {
-		data = append(data, personListResource(d, h, base, vp.p))
+	if len(page) > 0 {
+		idx := make([]int32, len(page))
+		for i, h := range page {
+			idx[i] = h.idx
+		}
+		details, err := d.details(ctx, idx)
+		if err != nil {
+			return err
+		}
+		for _, h := range page {
+			data = append(data, personListResource(d, h, details[h.idx], base, vp.p))
+		}
 	}
 	self := base
 	if len(q) > 0 {
@@ -618,7 +628,7 @@ func firstTouchOf(p *personRow) any {
 	return map[string]string{"channel": t.Channel, "source": t.Source, "campaign": t.Campaign, "landing": t.Landing}
 }
 
-func moneyOf(p *personRow) []Money {
+func moneyOf(p *personDetail) []Money {
 	if p.Revenue == nil {
 		return []Money{}
 	}
@@ -626,12 +636,12 @@ func moneyOf(p *personRow) []Money {
 }
 
 // personListResource is a Person in a list.
-func personListResource(d *projectData, h peopleHit, base string, pr *catalog.Project) Resource {
+func personListResource(d *projectData, h peopleHit, pd *personDetail, base string, pr *catalog.Project) Resource {
 	p := &d.People[h.idx]
 	loc := pr.Location()
 	var name any
-	if p.HasName {
-		name = p.Name
+	if pd.HasName {
+		name = pd.Name
 	}
 	id := personRefString(p.Ref)
 	return Resource{
@@ -643,11 +653,11 @@ func personListResource(d *projectData, h peopleHit, base string, pr *catalog.Pr
 			{"firstSeen", Moment(time.UnixMilli(p.FirstSeen), loc)},
 			{"lastSeen", Moment(time.UnixMilli(p.LastSeen), loc)},
 			{"visits", h.visits},
-			{"value", moneyOf(p)},
+			{"value", moneyOf(pd)},
 			{"firstTouch", firstTouchOf(p)},
 			{"country", p.Country},
 			{"device", p.Device},
-			{"lastPath", p.LastPath},
+			{"lastPath", pd.LastPath},
 		},
 	}
 }
@@ -683,7 +693,11 @@ func (r *Reporting) getPerson(c *fiber.Ctx) error {
 	if p.LastSeen < retStart.UnixMilli() {
 		return notFound
 	}
-	res := personProfile(p, r.baseURL(c)+"/projects/"+vp.p.ID+"/people", loc)
+	pd, err := d.detail(c.UserContext(), idx)
+	if err != nil {
+		return err
+	}
+	res := personProfile(p, pd, r.baseURL(c)+"/projects/"+vp.p.ID+"/people", loc)
 	if res.Attributes, err = sparse(c, "people", res.Attributes); err != nil {
 		return err
 	}
@@ -691,12 +705,12 @@ func (r *Reporting) getPerson(c *fiber.Ctx) error {
 }
 
 // personProfile is the Person profile resource.
-func personProfile(p *personRow, base string, loc *time.Location) Resource {
+func personProfile(p *personRow, pd *personDetail, base string, loc *time.Location) Resource {
 	var traits []map[string]any
 	var name any
-	if p.Traits != "" {
+	if pd.Traits != "" {
 		var m map[string]json.RawMessage
-		if json.Unmarshal([]byte(p.Traits), &m) == nil {
+		if json.Unmarshal([]byte(pd.Traits), &m) == nil {
 			keys := make([]string, 0, len(m))
 			for k := range m {
 				keys = append(keys, k)
@@ -721,8 +735,8 @@ func personProfile(p *personRow, base string, loc *time.Location) Resource {
 		return s
 	}
 	var email any
-	if p.HasEmail {
-		email = p.Email
+	if pd.HasEmail {
+		email = pd.Email
 	}
 	id := personRefString(p.Ref)
 	return Resource{
@@ -730,23 +744,23 @@ func personProfile(p *personRow, base string, loc *time.Location) Resource {
 		Attributes: []Attr{
 			{"name", name},
 			{"email", email},
-			{"userId", orNil(p.UserID)},
+			{"userId", orNil(pd.UserID)},
 			{"known", p.Known},
 			{"stage", p.Stage},
 			{"firstSeen", Moment(time.UnixMilli(p.FirstSeen), loc)},
 			{"lastSeen", Moment(time.UnixMilli(p.LastSeen), loc)},
-			{"visits", p.Visits},
-			{"activeDays", p.ActiveDays},
-			{"events", p.Events},
-			{"pageviews", p.Pageviews},
+			{"visits", pd.Visits},
+			{"activeDays", pd.ActiveDays},
+			{"events", pd.Events},
+			{"pageviews", pd.Pageviews},
 			{"orders", p.Orders},
-			{"revenue", moneyOf(p)},
+			{"revenue", moneyOf(pd)},
 			{"firstTouch", firstTouchOf(p)},
 			{"client", map[string]string{"country": p.Country, "region": p.Region, "device": p.Device,
 				"browser": p.Browser, "os": p.OS, "locale": p.Locale}},
 			{"traits", traits},
-			{"browsers", p.Browsers},
-			{"sharedBrowser", p.SharedBrowser},
+			{"browsers", pd.Browsers},
+			{"sharedBrowser", pd.SharedBrowser},
 		},
 	}
 }

@@ -389,7 +389,7 @@ func BenchmarkPeopleFirstPage(b *testing.B) {
 		d.peopleRefs[i] = p.Ref
 		p.FirstSeen = start + int64(i)*span/people/2
 		p.LastSeen = p.FirstSeen + int64(i%90)*dayMs/3
-		p.Stage, p.Revenue = "visitor", []Money{}
+		p.Stage = "visitor"
 		p.FirstTouch, p.LastTouch, p.place = noTouch, noTouch, noPlace
 	}
 	vs := make([]visitRow, visits)
