@@ -43,6 +43,7 @@ type browser struct {
 	visitsLeft int    // visits before the browser leaves for good
 	cart       bool   // added to the cart in this visit
 	lastURL    string
+	lastMs     int64 // time of its last event sent
 }
 
 // Traffic generates the batches of one sender: its share of the pool of
@@ -132,6 +133,14 @@ func (t *Traffic) Batch(now time.Time) ([]byte, Counts) {
 		times[i] = at
 		at -= int64(500 + t.rng.IntN(3500))
 	}
+	// A browser's events happen in order: a batch never holds an event
+	// older than one of its batch before (when the browser is picked again
+	// within the span of a batch, its times are pushed after the last).
+	last := b.lastMs
+	for i := range times {
+		times[i] = max(times[i], last+1)
+		last = times[i]
+	}
 	buf := make([]byte, 0, 256+n*330)
 	buf = append(buf, `{"v":1,"batch":"`...)
 	buf = append(buf, t.id()...)
@@ -149,6 +158,7 @@ func (t *Traffic) Batch(now time.Time) ([]byte, Counts) {
 		c[k]++
 	}
 	buf = append(buf, "]}"...)
+	b.lastMs = last // after the events: a browser that left was replaced in the first
 	return buf, c
 }
 

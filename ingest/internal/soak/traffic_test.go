@@ -18,6 +18,7 @@ func TestTrafficBatches(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	ids := map[string]bool{}
 	sessions, anons := map[string]bool{}, map[string]bool{}
+	lastTime := map[string]int64{}
 	var total Counts
 	signedIn := 0
 	for i := range batches {
@@ -57,6 +58,13 @@ func TestTrafficBatches(t *testing.T) {
 			if e.Time > doc.SentAt || (j > 0 && e.Time < doc.Events[j-1].Time) {
 				t.Fatalf("batch %d: event times out of order or after sentAt: %s", i, body)
 			}
+			// A browser's events come in order across its batches too
+			// (a real browser's queue does; out of order they move its
+			// sessions' starts).
+			if e.Time <= lastTime[e.AnonymousID] {
+				t.Fatalf("batch %d: event at %d, after an earlier batch's of the same browser at %d", i, e.Time, lastTime[e.AnonymousID])
+			}
+			lastTime[e.AnonymousID] = e.Time
 			sessions[e.SessionID], anons[e.AnonymousID] = true, true
 			if e.Name == evIdentify {
 				signedIn++

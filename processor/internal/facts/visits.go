@@ -415,7 +415,9 @@ func (e *Engine) replaceVisits(old, new []*visit) {
 				e.markParts(o)
 				e.markParts(v)
 			}
-			if !sameTouch(o.touch, v.touch) || o.start != v.start {
+			// The same id: an event row shows the visit's id and channel
+			// only, so only a new channel changes rows output before.
+			if o.touch.Channel != v.touch.Channel {
 				e.markEventDays(min(o.start, v.start), max(o.end, v.end))
 			}
 			continue
@@ -522,7 +524,12 @@ func (e *Engine) resession(v *visit) {
 		e.markParts(&old)
 		e.markParts(v)
 	}
-	if !sameTouch(old.touch, v.touch) || old.start != v.start {
+	// A session visit's id is its session's: an event row shows it and
+	// the channel only, so only a new channel (an earlier landing) changes
+	// rows output before, not a start that moved. Rewriting the days at
+	// every move made a commit's cost grow with the day when a session's
+	// events come out of order (tabs sharing a session).
+	if old.touch.Channel != v.touch.Channel {
 		e.markEventDays(min(old.start, v.start), max(old.end, v.end))
 	}
 }
