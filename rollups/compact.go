@@ -30,6 +30,9 @@ type CompactStats struct {
 	// streams, so this follows the number of inputs and the row group
 	// size, not the size of the files.
 	PeakBytes int64
+	// MaxInputs is the most files one merge read (at most
+	// Config.CompactMaxFiles).
+	MaxInputs int
 }
 
 // Compact merges small data files of every table and partition of target
@@ -94,6 +97,7 @@ func (s *Store) compact(ctx context.Context, target Target, pick func(name strin
 			for _, group := range groups {
 				out, peak, err := s.mergeFiles(ctx, target.Project, def, part, group, len(group) == len(files))
 				st.PeakBytes = max(st.PeakBytes, peak)
+				st.MaxInputs = max(st.MaxInputs, len(group))
 				if err != nil {
 					return st, fmt.Errorf("cannot compact %s table %q partition %q: %w", target, name, part, err)
 				}
@@ -206,19 +210,25 @@ func (s *Store) pickKeyedMerges(files []DataFile) [][]DataFile {
 		}
 	}
 	if s.now().Sub(newest) >= s.cfg.CompactQuietAfter {
-		return [][]DataFile{files}
+		if len(files) <= s.cfg.CompactMaxFiles {
+			return [][]DataFile{files}
+		}
+		// Too many for one merge: merged in rounds, each keeping the
+		// deletions, until few enough remain to merge whole.
+		return s.packGroups(files, 2)
 	}
 	return s.pickMerges(files)
 }
 
 // packGroups cuts files (in commit order) into groups whose sizes add up
-// to at most CompactTargetBytes, keeping groups of at least minFiles.
+// to at most CompactTargetBytes and of at most CompactMaxFiles files,
+// keeping groups of at least minFiles.
 func (s *Store) packGroups(files []DataFile, minFiles int) [][]DataFile {
 	var groups [][]DataFile
 	var cur []DataFile
 	var size int64
 	for _, f := range files {
-		if len(cur) > 0 && size+f.Bytes > s.cfg.CompactTargetBytes {
+		if len(cur) > 0 && (size+f.Bytes > s.cfg.CompactTargetBytes || len(cur) == s.cfg.CompactMaxFiles) {
 			if len(cur) >= minFiles {
 				groups = append(groups, cur)
 			}

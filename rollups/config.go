@@ -45,6 +45,10 @@ type Config struct {
 	// files are left alone, and a merge stops adding inputs once their sum
 	// reaches it.
 	CompactTargetBytes int64
+	// CompactMaxFiles is the most files one merge reads: a merge holds a
+	// batch of rows of each input at once, so this bounds its memory (a
+	// partition of more files merges in rounds).
+	CompactMaxFiles int
 	// CompactQuietAfter: a partition that received no file for this long is
 	// settled, and all of its files under CompactTargetBytes are merged
 	// into as few as possible, even fewer than CompactMinFiles.
@@ -60,7 +64,8 @@ type Config struct {
 // DefaultConfig returns the defaults: prefix "rollups", row groups of
 // 131,072 rows, 100 commit retries, 10 minutes retire grace, 1 hour orphan
 // grace, staged generations abandoned after 7 days, compaction of 8 files
-// per tier up to 128 MiB, settled partitions after 1 hour.
+// per tier up to 128 MiB and 32 files a merge, settled partitions after
+// 1 hour.
 func DefaultConfig() Config {
 	return Config{
 		Prefix:             "rollups",
@@ -70,6 +75,7 @@ func DefaultConfig() Config {
 		OrphanGrace:        time.Hour,
 		StagingExpiry:      7 * 24 * time.Hour,
 		CompactMinFiles:    8,
+		CompactMaxFiles:    32,
 		CompactTargetBytes: 128 << 20,
 		CompactQuietAfter:  time.Hour,
 		PoolBytes:          256 << 20,
@@ -99,6 +105,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompactMinFiles < 2 {
 		errs = append(errs, fmt.Errorf("CompactMinFiles is %d; use at least 2", c.CompactMinFiles))
+	}
+	if c.CompactMaxFiles < c.CompactMinFiles {
+		errs = append(errs, fmt.Errorf("CompactMaxFiles is %d; use at least CompactMinFiles (%d)", c.CompactMaxFiles, c.CompactMinFiles))
 	}
 	if c.CompactTargetBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("CompactTargetBytes is %d; use at least 1 MiB", c.CompactTargetBytes))

@@ -2,6 +2,7 @@ package rollups
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/mfhq/mf/internal/apptest"
@@ -24,13 +25,17 @@ func TestCompactionStreams(t *testing.T) {
 				c.RowGroupRows = 4096
 				c.CompactQuietAfter = 1 // every partition settled: merged whole
 			})
+			// The inputs are written in row groups as large as the files
+			// (a commit's file is one row group up to 131,072 rows): a
+			// merge must not hold an input's whole column chunks.
+			w := newStore(t, b, func(c *Config) { c.RowGroupRows = 1 << 17 })
 			day := "2026-03-29"
 			var all []pageview
 			var add []DataFile
 			for i := range 8 {
 				rs := genPageviews(uint64(100+i), mustUTCDay(t, day), rows)
 				all = append(all, rs...)
-				f := writeRows(t, s, testProject, day, rs)
+				f := writeRows(t, w, testProject, day, rs)
 				rec, err := s.readFile(ctx, testProject, f, pageviewTable().Schema)
 				if err != nil {
 					t.Fatal(err)
@@ -69,5 +74,116 @@ func TestCompactionStreams(t *testing.T) {
 	}
 	if peak[64_000] > peak[16_000]*3/2 {
 		t.Fatalf("the peak grew with the files: %d bytes for 16,000 rows a file, %d for 64,000", peak[16_000], peak[64_000])
+	}
+}
+
+// A merge reads at most CompactMaxFiles files: a settled partition of
+// more files merges in rounds, each file holding its rows in order, until
+// one file is left; a keyed partition's rounds keep their deletions until
+// the last, whole merge drops them.
+func TestCompactionFanIn(t *testing.T) {
+	ctx := t.Context()
+	b := apptest.OpenBucket(t, t.TempDir())
+	s := newStore(t, b, func(c *Config) {
+		c.CompactMinFiles = 2
+		c.CompactMaxFiles = 4
+		c.CompactQuietAfter = 1
+	})
+	day := "2026-03-29"
+	var all []pageview
+	var add []DataFile
+	for i := range 11 {
+		rs := genPageviews(uint64(300+i), mustUTCDay(t, day), 50)
+		all = append(all, rs...)
+		add = append(add, writeRows(t, s, testProject, day, rs))
+	}
+	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	for {
+		st, err := s.Compact(ctx, Live(testProject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Merges == 0 {
+			break
+		}
+		rounds++
+		if st.MaxInputs > 4 {
+			t.Fatalf("round %d: a merge read %d files, CompactMaxFiles is 4", rounds, st.MaxInputs)
+		}
+		if rounds > 10 {
+			t.Fatal("compaction never settles")
+		}
+	}
+	sn, err := newReader(t, b, nil).Refresh(ctx, testProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := sn.Manifest().Files(pageviewTable().Name, day); len(files) != 1 || rounds < 2 {
+		t.Fatalf("%d files after %d rounds; want 1 file after at least 2 rounds (11 files, 4 a merge)", len(files), rounds)
+	}
+	sameRows(t, "after the rounds", scanRows(t, sn, ScanOptions{}), all)
+
+	// A keyed partition of 7 files of changes (updates and deletions).
+	def := accountsTable(true)
+	model := accountsModel{}
+	add = nil
+	for i := range 7 {
+		var rows []account
+		for id := range uint32(12) {
+			if (int(id)+i)%3 == 0 {
+				continue
+			}
+			a := account{team: "blue", id: id, name: fmt.Sprintf("v%d", i), balance: int64(i), rev: int64(i + 1)}
+			if (int(id)*7+i)%5 == 0 {
+				a = account{id: id, rev: int64(i + 1), del: true}
+			}
+			rows = append(rows, a)
+		}
+		model.apply(rows)
+		rec := accountsRecord(def, rows)
+		f, err := s.Write(ctx, testProject, def, "k", rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		add = append(add, f)
+	}
+	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	rounds = 0
+	for {
+		st, err := s.Compact(ctx, Live(testProject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Merges == 0 {
+			break
+		}
+		rounds++
+		if st.MaxInputs > 4 || rounds > 10 {
+			t.Fatalf("keyed round %d: a merge read %d files (CompactMaxFiles 4), or no end", rounds, st.MaxInputs)
+		}
+	}
+	if sn, err = newReader(t, b, nil).Refresh(ctx, testProject); err != nil {
+		t.Fatal(err)
+	}
+	files := sn.Manifest().Files("accounts", "k")
+	if len(files) != 1 || rounds < 2 {
+		t.Fatalf("keyed: %d files after %d rounds; want 1 after at least 2 (7 files, 4 a merge)", len(files), rounds)
+	}
+	if got, want := scanAccounts(t, sn, ScanOptions{Partitions: []string{"k"}}), model.lines(); !slices.Equal(got, want) {
+		t.Fatalf("keyed rows after the rounds:\n got %v\nwant %v", got, want)
+	}
+	rec, err := s.readFile(ctx, testProject, files[0], def.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	if anyDeleted(rec, def.Schema) || int(rec.NumRows()) != len(model.lines()) {
+		t.Fatalf("the last file has %d rows (want %d) or deleted rows", rec.NumRows(), len(model.lines()))
 	}
 }
