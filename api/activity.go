@@ -282,7 +282,7 @@ func (d *projectData) Segment(segRef string) bitset {
 					set = newBitset(len(d.People))
 					s.segments[m.segment] = set
 				}
-				if j, ok := slices.BinarySearchFunc(d.peopleRefs, m.person, compareRef); ok {
+				if j, ok := d.peoplePre.find(d.peopleRefs, m.person); ok {
 					set.add(int32(j))
 				}
 			}

@@ -35,16 +35,18 @@ type projectData struct {
 	// index used by the other rows.
 	People []personRow
 
-	pid        string // the project of the tables
-	peopleRefs []ref  // People[i].Ref, for binary search
+	pid        string      // the project of the tables
+	peopleRefs []ref       // People[i].Ref, for binary search
+	peoplePre  refPrefixes // narrows the search in peopleRefs
 	// peopleParts are the people table's partitions (personRow.bucket).
 	peopleParts []string
-	known       bitset  // People[i].Known (people_columns.go)
-	firstSeen   []int64 // People[i].FirstSeen
-	idUnits     []ref   // claimed browsers, sorted
-	idPerson    []int32 // their person's index
-	peopleGen   uint64  // identifies this people index (chunks resolved against it)
-	first       int64   // earliest event, Unix ms
+	known       bitset      // People[i].Known (people_columns.go)
+	firstSeen   []int64     // People[i].FirstSeen
+	idUnits     []ref       // claimed browsers, sorted
+	idPerson    []int32     // their person's index
+	idPre       refPrefixes // narrows the search in idUnits
+	peopleGen   uint64      // identifies this people index (chunks resolved against it)
+	first       int64       // earliest event, Unix ms
 	hasFirst    bool
 
 	snap        *rollups.Snapshot   // nil without tables
@@ -61,12 +63,12 @@ type projectData struct {
 // (claimed: its claimer; unclaimed: the browser is the person), false when
 // nobody has this ref.
 func (d *projectData) Person(r ref) (int32, bool) {
-	if i, ok := slices.BinarySearchFunc(d.idUnits, r, compareRef); ok {
+	if i, ok := d.idPre.find(d.idUnits, r); ok {
 		if p := d.idPerson[i]; p >= 0 {
 			return p, true
 		}
 	}
-	if i, ok := slices.BinarySearchFunc(d.peopleRefs, r, compareRef); ok {
+	if i, ok := d.peoplePre.find(d.peopleRefs, r); ok {
 		return int32(i), true
 	}
 	return noPerson, false

@@ -193,6 +193,7 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
 		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
 		d.People, d.peopleRefs, d.idUnits, d.idPerson, d.peopleGen = last.People, last.peopleRefs, last.idUnits, last.idPerson, last.peopleGen
+		d.peoplePre, d.idPre = last.peoplePre, last.idPre
 		d.peopleParts, d.known, d.firstSeen = last.peopleParts, last.known, last.firstSeen
 	} else {
 		pc.peopleGen++
@@ -226,6 +227,7 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 		for i := range d.People {
 			d.peopleRefs[i] = d.People[i].Ref
 		}
+		d.peoplePre = newRefPrefixes(d.peopleRefs)
 		d.indexColumns()
 		type claim struct{ unit, person ref }
 		idParts := partitions(tables.Identities)
@@ -254,10 +256,11 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 		for i, c := range claims {
 			d.idUnits[i] = c.unit
 			d.idPerson[i] = noPerson
-			if j, ok := slices.BinarySearchFunc(d.peopleRefs, c.person, compareRef); ok {
+			if j, ok := d.peoplePre.find(d.peopleRefs, c.person); ok {
 				d.idPerson[i] = int32(j)
 			}
 		}
+		d.idPre = newRefPrefixes(d.idUnits)
 	}
 
 	// The day-partitioned tables: their partitions only; rows are read

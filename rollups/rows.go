@@ -259,6 +259,10 @@ func sortedOrder(schema *arrow.Schema, sortKey []string, recs []arrow.Record) ([
 		}
 	}
 	if !sorted {
+		if bounds := runBounds(c, order, len(recs)); bounds != nil {
+			// Records each sorted (data files are): merged (runs.go).
+			return mergeRuns(c, order, bounds), false, nil
+		}
 		// Ties broken by position: stable, with the faster unstable sort.
 		slices.SortFunc(order, func(x, y rowRef) int {
 			return cmp.Or(c.compare(x, y), cmp.Compare(x.src, y.src), cmp.Compare(x.row, y.row))

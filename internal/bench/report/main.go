@@ -63,6 +63,11 @@ type Config struct {
 	// BuildMemProfile, when set, is where a heap profile of the build's
 	// peak (the processor's) is written.
 	BuildMemProfile string
+	// Settle compacts every partition before the API timing as the
+	// processor does once it has been quiet for CompactQuietAfter (settle):
+	// the tables a live system has an hour after the load, rather than
+	// those a build just wrote. It changes the dataset for good.
+	Settle bool
 }
 
 // DefaultConfig is issue 7's bench.
@@ -112,6 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.APICacheBytes, "api-cache-bytes", cfg.APICacheBytes, "the reporting API's memory for decoded tables, as mf's --api-cache-bytes (0: the packages' defaults)")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile after the API timing to this file")
 	fs.StringVar(&cfg.BuildMemProfile, "build-memprofile", "", "write a heap profile of the build's peak (the processor's) to this file")
+	fs.BoolVar(&cfg.Settle, "settle", false, "before timing the API, compact every partition as the processor does once it is quiet for an hour (changes the dataset in dir for good)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -212,6 +218,12 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 		}
 	}
 
+	if cfg.Settle {
+		if err := settle(ctx, e.bucket, ds.Project, logger, out); err != nil {
+			return err
+		}
+	}
+
 	// 4. The reporting API over HTTP.
 	now := time.Now()
 	lo, hi := window30d(now, loc)
@@ -236,7 +248,7 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 	if cfg.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	printMemory(out, built)
+	printMemory(out, built, cfg.Settle)
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile); err != nil {
 			stopAPI()
