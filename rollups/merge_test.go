@@ -97,26 +97,7 @@ func TestCompactionFanIn(t *testing.T) {
 		all = append(all, rs...)
 		add = append(add, writeRows(t, s, testProject, day, rs))
 	}
-	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
-		t.Fatal(err)
-	}
-	rounds := 0
-	for {
-		st, err := s.Compact(ctx, Live(testProject))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Merges == 0 {
-			break
-		}
-		rounds++
-		if st.MaxInputs > 4 {
-			t.Fatalf("round %d: a merge read %d files, CompactMaxFiles is 4", rounds, st.MaxInputs)
-		}
-		if rounds > 10 {
-			t.Fatal("compaction never settles")
-		}
-	}
+	rounds := commitAndSettle(t, s, add, 4)
 	sn, err := newReader(t, b, nil).Refresh(ctx, testProject)
 	if err != nil {
 		t.Fatal(err)
@@ -151,23 +132,7 @@ func TestCompactionFanIn(t *testing.T) {
 		}
 		add = append(add, f)
 	}
-	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
-		t.Fatal(err)
-	}
-	rounds = 0
-	for {
-		st, err := s.Compact(ctx, Live(testProject))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Merges == 0 {
-			break
-		}
-		rounds++
-		if st.MaxInputs > 4 || rounds > 10 {
-			t.Fatalf("keyed round %d: a merge read %d files (CompactMaxFiles 4), or no end", rounds, st.MaxInputs)
-		}
-	}
+	rounds = commitAndSettle(t, s, add, 4)
 	if sn, err = newReader(t, b, nil).Refresh(ctx, testProject); err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +150,28 @@ func TestCompactionFanIn(t *testing.T) {
 	defer rec.Release()
 	if anyDeleted(rec, def.Schema) || int(rec.NumRows()) != len(model.lines()) {
 		t.Fatalf("the last file has %d rows (want %d) or deleted rows", rec.NumRows(), len(model.lines()))
+	}
+}
+
+// commitAndSettle commits the files add, then compacts until nothing is
+// left to merge, requiring every merge to read at most maxFiles files,
+// and returns the rounds it took.
+func commitAndSettle(t *testing.T, s *Store, add []DataFile, maxFiles int) int {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for rounds := 0; ; rounds++ {
+		st, err := s.Compact(ctx, Live(testProject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Merges == 0 {
+			return rounds
+		}
+		if st.MaxInputs > maxFiles || rounds > 10 {
+			t.Fatalf("round %d: a merge read %d files (at most %d), or no end", rounds+1, st.MaxInputs, maxFiles)
+		}
 	}
 }
