@@ -183,23 +183,28 @@ func (d *projectData) computeActive(ctx context.Context, bounds []time.Time) (*a
 	}
 	from, to := bounds[0], bounds[nb]
 	if to.Sub(from) <= subDay {
-		// Short windows: one pass over their events.
-		stamp := make([]int32, n)
-		b := 0
-		err := d.Events(ctx, from, to, false, func(e *eventRow) bool {
-			if e.Person < 0 {
-				return true
+		// Short windows: one pass over their events' people, in any
+		// order: a bucket's set per bucket.
+		ms := make([]int64, len(bounds))
+		for i, t := range bounds {
+			ms[i] = t.UnixMilli()
+		}
+		seen := make([]bitset, nb)
+		for b := range seen {
+			seen[b] = newBitset(n)
+		}
+		err := d.eventPersons(ctx, from, to, func(t int64, p int32) bool {
+			b, found := slices.BinarySearch(ms, t)
+			if !found {
+				b-- // ms[b] < t < ms[b+1]
 			}
-			for b+1 < nb && e.Time >= bounds[b+1].UnixMilli() {
-				b++
-			}
-			out.total.add(e.Person)
-			if stamp[e.Person] != int32(b+1) {
-				stamp[e.Person] = int32(b + 1)
-				out.counts[b]++
-			}
+			out.total.add(p)
+			seen[b].add(p)
 			return true
 		})
+		for b := range seen {
+			out.counts[b] = seen[b].count()
+		}
 		return out, err
 	}
 	days, err := d.activityIn(ctx, from, to)
@@ -246,10 +251,10 @@ func (d *projectData) computeActive(ctx context.Context, bounds []time.Time) (*a
 				}
 			})
 			if left > 0 {
-				err := d.Events(ctx, bounds[b], bounds[b+1], false, func(e *eventRow) bool {
-					if e.Person >= 0 && unsure.has(e.Person) {
-						unsure.del(e.Person)
-						cur.add(e.Person)
+				err := d.eventPersons(ctx, bounds[b], bounds[b+1], func(_ int64, p int32) bool {
+					if unsure.has(p) {
+						unsure.del(p)
+						cur.add(p)
 						left--
 					}
 					return left > 0

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow/array"
+
 	"github.com/mfhq/mf/rollups"
 	"github.com/mfhq/mf/rollups/tables"
 	"github.com/mfhq/mf/storage/catalog"
@@ -101,6 +103,64 @@ func (d *projectData) firstEventPtr() *time.Time {
 
 // errStopScan ends an events scan early.
 var errStopScan = errors.New("scan stopped")
+
+// personColumns are what eventPersons reads of the events table.
+var personColumns = []string{tables.ColUnit, tables.ColTime, tables.ColConsented, tables.ColUserID}
+
+// eventPersons calls fn with the time and person of every consented event
+// with a person whose time is in [from, to), in no particular order,
+// until fn returns false. It reads the four columns that name the person,
+// a batch at a time, and keeps nothing: counting who was active in a day
+// of millions of events must not decode the day's events whole (Events).
+func (d *projectData) eventPersons(ctx context.Context, from, to time.Time, fn func(t int64, person int32) bool) error {
+	if d.snap == nil || !from.Before(to) {
+		return nil
+	}
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(tables.DayLayout)
+	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
+	var days []string
+	for _, p := range d.events {
+		if p >= firstDay && p <= lastDay {
+			days = append(days, p)
+		}
+	}
+	if len(days) == 0 {
+		return nil
+	}
+	err := d.snap.Scan(ctx, tables.Events, rollups.ScanOptions{Partitions: days, Columns: personColumns, Uncached: true}, func(b rollups.Batch) error {
+		c, err := tables.ColumnsOf(b.Record, personColumns)
+		if err != nil {
+			return err
+		}
+		times := c[1].(*array.Timestamp)
+		for i := range int(b.Record.NumRows()) {
+			t := int64(times.Value(i))
+			if t < lo || t >= hi || !tables.BoolAt(c[2], i) {
+				continue
+			}
+			p := noPerson
+			if uid := tables.StrAt(c[3], i); uid != "" {
+				if q, ok := d.Person(UserRef(d.Project.ID, uid)); ok {
+					p = q
+				}
+			} else {
+				p = d.personOf(tables.RefAt(c[0], i))
+			}
+			if p >= 0 && !fn(t, p) {
+				return errStopScan
+			}
+		}
+		return ctx.Err()
+	})
+	if errors.Is(err, errStopScan) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the events' people from %s to %s: %w", days[0], days[len(days)-1], err)
+	}
+	return nil
+}
 
 // Events calls fn with every event whose time is in [from, to), in order
 // of (time, id), or of (time, id) descending with newestFirst, until fn

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -156,5 +158,60 @@ func TestDataLayer(t *testing.T) {
 	// A project without tables reads as empty.
 	if e := env.projectData(t, emptyID); len(e.People) != 0 || e.hasFirst {
 		t.Errorf("empty project: %+v", e)
+	}
+}
+
+// eventPersons reads four columns of the events table and keeps nothing:
+// over any window it names the same (time, person) pairs as the events
+// read whole (Events), and it stops when asked to.
+func TestEventPersonsAgreeWithEvents(t *testing.T) {
+	env := newReportFixture(t)
+	ctx := context.Background()
+	d := env.projectData(t, shopID)
+	first, ok := d.FirstEvent()
+	if !ok {
+		t.Fatal("no events in the fixture")
+	}
+	type pair struct {
+		t int64
+		p int32
+	}
+	windows := [][2]time.Time{
+		{first.Add(-24 * time.Hour), first.Add(40 * 24 * time.Hour)},
+		{first, first.Add(time.Hour)},
+		{first.Add(30 * time.Minute), first.Add(26 * time.Hour)},
+		{first.Add(3 * 24 * time.Hour), first.Add(9 * 24 * time.Hour)},
+	}
+	total := 0
+	for _, w := range windows {
+		var want, got []pair
+		if err := d.Events(ctx, w[0], w[1], false, func(e *eventRow) bool {
+			if e.Person >= 0 {
+				want = append(want, pair{e.Time, e.Person})
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.eventPersons(ctx, w[0], w[1], func(ts int64, p int32) bool {
+			got = append(got, pair{ts, p})
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		order := func(a, b pair) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.p, b.p)) }
+		slices.SortFunc(want, order)
+		slices.SortFunc(got, order)
+		if !slices.Equal(got, want) {
+			t.Fatalf("window %v–%v: eventPersons %v, events read whole %v", w[0], w[1], got, want)
+		}
+		total += len(want)
+	}
+	if total == 0 {
+		t.Fatal("no event with a person in any window: the comparison compares nothing")
+	}
+	n := 0
+	if err := d.eventPersons(ctx, windows[0][0], windows[0][1], func(int64, int32) bool { n++; return n < 2 }); err != nil || n != 2 {
+		t.Fatalf("stopped after %d calls (%v), want 2", n, err)
 	}
 }
