@@ -204,27 +204,9 @@ func (e *env) generate(ctx context.Context, g *Generator, truth *Truth, out io.W
 // live heap passes its previous peak by a tenth: the profile left is the
 // build's peak.
 func (e *env) process(ctx context.Context, project string, seq uint64, out io.Writer, heapProfile string) (processor.Stats, error) {
-	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
+	p, done, stop, err := e.startProcessor(ctx, e.logger)
 	if err != nil {
-		return processor.Stats{}, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
-	}
-	defer sub.Close()
-	p, err := processor.New(processor.DefaultConfig(), processor.Deps{Subscriber: sub, Log: e.log, Store: e.store,
-		Reader: e.reader, Bucket: e.bucket, Catalog: e.cat, Logger: e.logger})
-	if err != nil {
-		return processor.Stats{}, fmt.Errorf("cannot start the processor: %w", err)
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	stop := func() error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(5 * time.Minute):
-			return errors.New("the processor did not stop within 5 minutes")
-		}
+		return processor.Stats{}, err
 	}
 	start, tick := time.Now(), time.Now()
 	var peakHeap uint64
@@ -266,6 +248,40 @@ func (e *env) process(ctx context.Context, project string, seq uint64, out io.Wr
 		return st, fmt.Errorf("processor: %w", err)
 	}
 	return st, nil
+}
+
+// startProcessor starts the real processor on the log as `mf process`
+// does, logging to logger. done receives Run's result; stop cancels the
+// run and waits for it (at most 5 minutes). The subscriber is closed
+// once Run returns.
+func (e *env) startProcessor(ctx context.Context, logger *slog.Logger) (*processor.Processor, <-chan error, func() error, error) {
+	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("cannot subscribe the processor to the log: %w", err)
+	}
+	p, err := processor.New(processor.DefaultConfig(), processor.Deps{Subscriber: sub, Log: e.log, Store: e.store,
+		Reader: e.reader, Bucket: e.bucket, Catalog: e.cat, Logger: logger})
+	if err != nil {
+		_ = sub.Close()
+		return nil, nil, nil, fmt.Errorf("cannot start the processor: %w", err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := p.Run(pctx)
+		_ = sub.Close()
+		done <- err
+	}()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Minute):
+			return errors.New("the processor did not stop within 5 minutes")
+		}
+	}
+	return p, done, stop, nil
 }
 
 // checkpoint reads the log position the project's live tables cover (the

@@ -68,6 +68,15 @@ type Config struct {
 	// the tables a live system has an hour after the load, rather than
 	// those a build just wrote. It changes the dataset for good.
 	Settle bool
+	// Restart measures a restart instead of the API (docs/bench-report.md
+	// "Restart"): on the built dataset in Dir, one new batch is published
+	// and the real processor started; the time to its first commit, the
+	// state's rebuild and the memory are printed. It adds the batch to the
+	// dataset for good.
+	Restart bool
+	// RestartCPUProfile, when set, is where a CPU profile of the restart
+	// (from the processor's start to its first commit) is written.
+	RestartCPUProfile string
 }
 
 // DefaultConfig is issue 7's bench.
@@ -87,6 +96,10 @@ func (c Config) Validate() error {
 		return errors.New("n must be at least 1 and warmup at least 0")
 	case c.APICacheBytes < 0:
 		return errors.New("api-cache-bytes must be at least 0")
+	case c.Restart && c.Dir == "":
+		return errors.New("restart needs --dir with a built dataset")
+	case c.RestartCPUProfile != "" && !c.Restart:
+		return errors.New("restart-cpuprofile needs --restart")
 	}
 	return nil
 }
@@ -118,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile after the API timing to this file")
 	fs.StringVar(&cfg.BuildMemProfile, "build-memprofile", "", "write a heap profile of the build's peak (the processor's) to this file")
 	fs.BoolVar(&cfg.Settle, "settle", false, "before timing the API, compact every partition as the processor does once it is quiet for an hour (changes the dataset in dir for good)")
+	fs.BoolVar(&cfg.Restart, "restart", false, "instead of timing the API, time a restart on the built dataset in dir: publish one new batch, start the processor, report the time to its first commit (adds the batch to the dataset for good)")
+	fs.StringVar(&cfg.RestartCPUProfile, "restart-cpuprofile", "", "with --restart, write a CPU profile from the processor's start to its first commit to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -167,6 +182,16 @@ func bench(ctx context.Context, cfg Config, out, stderr io.Writer) error {
 			return fmt.Errorf("cannot make a temporary directory: %w", err)
 		}
 		defer os.RemoveAll(dir)
+	}
+	if cfg.Restart {
+		ds, built, err := readDataset(dir)
+		if err != nil {
+			return err
+		}
+		if !built {
+			return fmt.Errorf("%s holds no built dataset (no %s): --restart never builds one; build it first without --restart", dir, markerFile)
+		}
+		return benchRestart(ctx, cfg, dir, ds, out, stderr)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot make %s: %w", dir, err)
