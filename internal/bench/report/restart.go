@@ -39,8 +39,9 @@ type restartResult struct {
 	LoadEvents int64
 	LoadedAt   time.Duration
 	// CommitLogged is when the processor logged the commit covering Seq
-	// (from the start); 0 when it did not log it.
-	CommitLogged time.Duration
+	// (from the start), CommitTook and CommitFlush how long that commit
+	// and its Flush took by its line; 0 when it did not log it.
+	CommitLogged, CommitTook, CommitFlush time.Duration
 	// PeakRSSKB is the process's peak RSS from the processor's start (the
 	// kernel's VmHWM, reset at the start); PeakHeap the largest live heap
 	// sampled; BaseRSS what the process held before the start.
@@ -171,7 +172,7 @@ func timeRestart(ctx context.Context, e *env, lines *restartLog, project string,
 	}
 	for _, c := range l.commits {
 		if c.seq >= seq {
-			res.CommitLogged = c.at.Sub(t0)
+			res.CommitLogged, res.CommitTook, res.CommitFlush = c.at.Sub(t0), c.took, c.flush
 			break
 		}
 	}
@@ -188,11 +189,13 @@ func printRestart(out io.Writer, r restartResult, cpuProfile string) {
 		fmt.Fprintf(out, "  the processor logged no rebuild of the project's state\n")
 	}
 	if r.CommitLogged > 0 {
-		fmt.Fprintf(out, "  commit logged by the processor %.2f s after the start\n", r.CommitLogged.Seconds())
+		fmt.Fprintf(out, "  commit logged by the processor %.2f s after the start; the commit took %.2f s (its Flush %.2f s)\n",
+			r.CommitLogged.Seconds(), r.CommitTook.Seconds(), r.CommitFlush.Seconds())
 	}
 	fmt.Fprintf(out, "  memory: before the start %s; from the start to the commit peak RSS %.0f MB, peak live heap %.0f MB (sampled every %v)\n",
 		r.BaseRSS, float64(r.PeakRSSKB)/1024, float64(r.PeakHeap)/(1<<20), restartPoll)
-	fmt.Fprintf(out, "  processor: %d batches, %d events applied, %d commits\n", r.Stats.Batches, r.Stats.Events, r.Stats.Commits)
+	fmt.Fprintf(out, "  processor: %d batches, %d events applied, %d commits; %d cold days thawed for the commit, %d for claims, %d days of visits read back for claims\n",
+		r.Stats.Batches, r.Stats.Events, r.Stats.Commits, r.Stats.ThawedDays, r.Stats.ThawedUnitDays, r.Stats.ReclaimDays)
 	if cpuProfile != "" {
 		fmt.Fprintf(out, "  CPU profile from the start to the commit: %s (go tool pprof -top %s)\n", cpuProfile, cpuProfile)
 	}

@@ -32,11 +32,12 @@ type restartLogState struct {
 	commits    []loggedCommit
 }
 
-// loggedCommit is one "committed" line: the checkpoint's log position and
-// when it was logged.
+// loggedCommit is one "committed" line: the checkpoint's log position,
+// when it was logged, how long the commit took and its Flush of them.
 type loggedCommit struct {
-	seq uint64
-	at  time.Time
+	seq         uint64
+	at          time.Time
+	took, flush time.Duration
 }
 
 func newRestartLog(inner slog.Handler, project string) *restartLog {
@@ -62,7 +63,7 @@ func (h *restartLog) Handle(ctx context.Context, r slog.Record) error {
 func (h *restartLog) keep(r slog.Record) {
 	var project string
 	var events int64
-	var took time.Duration
+	var took, flush time.Duration
 	var seq uint64
 	r.Attrs(func(a slog.Attr) bool {
 		v := a.Value.Resolve()
@@ -76,6 +77,10 @@ func (h *restartLog) keep(r slog.Record) {
 		case "took":
 			if v.Kind() == slog.KindDuration {
 				took = v.Duration()
+			}
+		case "flush":
+			if v.Kind() == slog.KindDuration {
+				flush = v.Duration()
 			}
 		case "seq":
 			switch v.Kind() {
@@ -98,7 +103,7 @@ func (h *restartLog) keep(r slog.Record) {
 			h.st.loadAt, h.st.load, h.st.loadEvents = r.Time, took, events
 		}
 	case msgCommitted:
-		h.st.commits = append(h.st.commits, loggedCommit{seq: seq, at: r.Time})
+		h.st.commits = append(h.st.commits, loggedCommit{seq: seq, at: r.Time, took: took, flush: flush})
 	}
 }
 
