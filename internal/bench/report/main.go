@@ -5,8 +5,9 @@
 // processor, serves the reporting API on a loopback listener and times
 // overview, a 4-step funnel, channels and the first people page over HTTP,
 // then answers the same questions with DuckDB over the same Parquet files
-// and prints both, with a check that the numbers agree. See
-// docs/bench-report.md.
+// and prints both, with a check that the numbers agree. With --restart it
+// instead times a restarted processor's first commit of a new batch on a
+// built dataset (restart.go). See docs/bench-report.md.
 package main
 
 import (
