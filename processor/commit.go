@@ -77,6 +77,20 @@ func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, r
 		rows := ch.Members[b]
 		keyed(TableMembers, tables.BucketName(b), len(rows), ch.WholeMembers[b], func() arrow.Record { return membersRecord(alloc, rows, rev) })
 	}
+	if ch.StateWhole {
+		for b := range tables.Buckets {
+			rows := ch.State[b]
+			add(TableState, tables.BucketName(b), len(rows), func() arrow.Record { return stateRecord(alloc, rows, rev) })
+		}
+	} else {
+		for _, b := range sortedKeys(ch.State) {
+			rows := ch.State[b]
+			keyed(TableState, tables.BucketName(b), len(rows), false, func() arrow.Record { return stateRecord(alloc, rows, rev) })
+		}
+	}
+	if rows := ch.StateDays; ch.StateWhole || len(rows) > 0 {
+		keyed(TableState, tables.StatePartitionDays, len(rows), ch.StateWhole, func() arrow.Record { return stateRecord(alloc, rows, rev) })
+	}
 	if segs != nil {
 		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(alloc, segs) })
 	}

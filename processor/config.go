@@ -63,6 +63,13 @@ type Config struct {
 	// (docs/processor.md, "Memory"). 0 lets days go as soon as their
 	// visits end (tests use it to read days back all the time).
 	HotWindow time.Duration
+
+	// stateRoundTrip (tests) has every load restore the project from the
+	// state rows of the engine it folded (facts.Engine.State).
+	stateRoundTrip bool
+	// foldOnly (tests) has every load fold the events table, whatever the
+	// state table holds.
+	foldOnly bool
 	// ReclaimInterval is how often at most the cold visits of browsers
 	// whose claim moved (a first sign-in after their visits went cold)
 	// are written again with their new person (1 minute): each time

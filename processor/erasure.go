@@ -364,6 +364,10 @@ func (p *Processor) finishErasures(ctx context.Context, ps *project, ch *facts.C
 		for b := range ch.Members {
 			parts[TableMembers] = append(parts[TableMembers], tables.BucketName(b))
 		}
+		// The erased parts' rows of the engine's state.
+		for b := range ch.State {
+			parts[TableState] = append(parts[TableState], tables.BucketName(b))
+		}
 	}
 	if err := p.purge(ctx, ps.id, parts); err != nil {
 		// The records stay pending; the project's next load finishes them.

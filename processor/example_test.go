@@ -23,6 +23,7 @@ func ExampleTables() {
 	// events [unit time id]
 	// identities [unit]
 	// people [ref]
+	// processor_state [ref kind sub]
 	// segment_members [segment person]
 	// segments [segment]
 	// visits [unit start id]

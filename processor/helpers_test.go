@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -179,6 +180,7 @@ func (e *env) start(edit func(*Config), segs *Segments) *running {
 	// test's last checkpoint has them (TestColdDaysWithResidents also
 	// runs with them pending across a restart).
 	cfg.ReclaimInterval = 0
+	cfg.stateRoundTrip = os.Getenv("MF_STATE_ROUND_TRIP") != ""
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -297,8 +299,8 @@ func (e *env) tableDump(project string) string {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if name == TableSegments {
-			continue
+		if name == TableSegments || name == TableState {
+			continue // the state: checkState
 		}
 		for _, part := range m.Tables[name].PartitionNames() {
 			// Keyed tables are read merged (a partition whose rows were
@@ -353,6 +355,63 @@ func sortRows(dump string) string {
 }
 
 // engineDump is what tableDump should read for an engine's facts.
+// checkState loads the project as a restart does, from its state table,
+// and by folding its events table, and fails unless both give the same
+// state (facts.Engine.State).
+func (e *env) checkState(project string, edit func(*Config)) {
+	e.t.Helper()
+	ctx := context.Background()
+	load := func(fold bool) []facts.StateRow {
+		cfg := DefaultConfig()
+		if edit != nil {
+			edit(&cfg)
+		}
+		cfg.foldOnly = fold
+		sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer sub.Close()
+		p, err := New(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket, Catalog: e.cat,
+			Logger: testLogger(), Clock: e.clock})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ps, err := p.load(ctx, project)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return ps.engine.State()
+	}
+	cp := e.checkpoint(project)
+	if !cp.State {
+		e.t.Fatalf("the checkpoint %+v does not say the state table holds the state", cp)
+	}
+	restored, folded := load(false), load(true)
+	for i := 0; i < max(len(restored), len(folded)); i++ {
+		if i >= len(restored) || i >= len(folded) || facts.CompareStateKeys(&restored[i], &folded[i]) != 0 ||
+			!bytes.Equal(restored[i].Data, folded[i].Data) {
+			e.t.Fatalf("state restored from the state table (%d rows) differs from the state folded from the events table (%d rows) at row %d:\n%s",
+				len(restored), len(folded), i, stateRowDiff(restored, folded, i))
+		}
+	}
+}
+
+// stateRowDiff shows row i of a and b from the first byte they differ at.
+func stateRowDiff(a, b []facts.StateRow, i int) string {
+	if i >= len(a) || i >= len(b) {
+		return fmt.Sprintf("restored has %d rows, folded %d", len(a), len(b))
+	}
+	x, y := a[i].Data, b[i].Data
+	k := 0
+	for k < len(x) && k < len(y) && x[k] == y[k] {
+		k++
+	}
+	lo := max(0, k-24)
+	return fmt.Sprintf("restored %s, byte %d of %d: %x|%x\nfolded   %s, byte %d of %d: %x|%x", a[i].String(), k, len(x), x[lo:k], x[k:min(len(x), k+64)],
+		b[i].String(), k, len(y), y[lo:k], y[k:min(len(y), k+64)])
+}
+
 func engineDump(t testing.TB, eng *facts.Engine, reporting string) string {
 	t.Helper()
 	// Built on a pool, checked: every buffer a record takes is given back.
@@ -361,7 +420,7 @@ func engineDump(t testing.TB, eng *facts.Engine, reporting string) string {
 	parts := recordsOf(alloc, eng.All(), nil, reporting, 1)
 	byTable := map[string][]partitionRows{}
 	for _, p := range parts {
-		if p.build != nil {
+		if p.build != nil && p.table != TableState {
 			byTable[p.table] = append(byTable[p.table], p)
 		}
 	}

@@ -703,14 +703,18 @@ func engineConfig(id string, st *catalog.State, cl *channels.Classifier, timeout
 // load builds a project's state from its tables: the events table is read
 // and folded again, with the matches it was first processed with.
 func (p *Processor) load(ctx context.Context, id string) (*project, error) {
+	return p.loadWith(ctx, id, nil)
+}
+
+// loadWith builds a project's state from its tables, folding the events
+// table again, or, with rows (the engine's state rows as of the tables'
+// checkpoint, facts.Engine.State), restoring them and reading back only
+// the days that were in memory.
+func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateRow) (*project, error) {
 	cfg, known := engineConfig(id, p.deps.Catalog.State(), p.cl, p.cfg.VisitTimeout)
 	if !known && !p.unknownWarned[id] {
 		p.unknownWarned[id] = true
 		p.logger.Warn("batch of a project the catalog does not know; using UTC and EUR", "project", id)
-	}
-	e, err := facts.New(cfg)
-	if err != nil {
-		return nil, err
 	}
 	sn, err := p.deps.Reader.Refresh(ctx, id)
 	if err != nil {
@@ -727,9 +731,39 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 		horizon = cp.Received - p.cfg.LateWindow.Milliseconds()
 		hot = cp.Received - p.cfg.HotWindow.Milliseconds()
 	}
-	n, err := foldEvents(ctx, sn, e, true, hot, 0)
+	var e *facts.Engine
+	var n int64
+	how := "folded"
+	switch {
+	case rows != nil:
+		how = "restored"
+		e, n, err = p.restoreState(ctx, id, cfg, func(add func(*facts.StateRow) error) error {
+			for i := range rows {
+				if err := add(&rows[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case cp.State && !p.cfg.stateRoundTrip && !p.cfg.foldOnly:
+		how = "restored"
+		e, n, err = p.restoreState(ctx, id, cfg, func(add func(*facts.StateRow) error) error {
+			return scanState(ctx, sn, add)
+		})
+	default:
+		if e, err = facts.New(cfg); err != nil {
+			return nil, err
+		}
+		n, err = foldEvents(ctx, sn, e, true, hot, 0)
+		// The state table does not hold this state yet: the next
+		// commit writes it whole.
+		e.WriteWholeState()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
+	}
+	if rows != nil && !cp.State {
+		e.WriteWholeState() // tests (stateRoundTrip): as after the fold
 	}
 	e.Settle()
 	if cp.Seq > 0 && cp.Segments != e.SegmentsFingerprint() {
@@ -747,13 +781,42 @@ func (p *Processor) load(ctx context.Context, id string) (*project, error) {
 		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
 	}
 	e.RewriteVisitDays(days)
+	if p.cfg.stateRoundTrip && rows == nil {
+		// Tests: load again from the state rows of the engine just folded.
+		return p.loadWith(ctx, id, e.State())
+	}
 	if m.Version > 0 {
-		p.logger.Info("project state rebuilt from its tables", "project", id, "events", n, "checkpoint", cp.Seq,
+		p.logger.Info("project state rebuilt from its tables", "project", id, "how", how, "events", n, "checkpoint", cp.Seq,
 			"version", m.Version, "took", p.now().Sub(start).Round(time.Millisecond))
 	}
 	return &project{id: id, engine: e, reporting: cfg.ReportingCurrency, segFP: e.SegmentsFingerprint(),
 		generation: m.Generation, committed: cp, committedRaw: m.Checkpoint(p.cfg.Checkpoint),
 		applied: cp.Seq, received: cp.Received, reclaimedAt: p.now()}, nil
+}
+
+// restoreState returns an engine restored from state rows, with the days
+// that were in memory read back from the events table, and how many
+// events it read.
+func (p *Processor) restoreState(ctx context.Context, id string, cfg facts.Config, rows func(add func(*facts.StateRow) error) error) (*facts.Engine, int64, error) {
+	rs, err := facts.NewRestoring(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rows(rs.Add); err != nil {
+		return nil, 0, err
+	}
+	e, days, err := rs.Finish()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(days) == 0 {
+		return e, 0, nil
+	}
+	before := e.Stats().ThawedEvents
+	if err := p.thawWith(ctx, &project{id: id, engine: e}, days, e.Thaw(days)); err != nil {
+		return nil, 0, err
+	}
+	return e, e.Stats().ThawedEvents - before, nil
 }
 
 // foldEvents adds every row of the snapshot's events table to e, day by
@@ -892,7 +955,7 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	flushTook := p.now().Sub(flushStart)
 	backlog := p.backlog
 	cp := checkpoint{Seq: ps.applied, Received: ps.received, Segments: ps.engine.SegmentsFingerprint(),
-		Reclaim: formatDays(ps.engine.PendingClaimDays())}
+		Reclaim: formatDays(ps.engine.PendingClaimDays()), State: ps.committed.State || ch.StateWhole}
 	if ch.Empty() && cp.sameData(ps.committed) {
 		ps.pending, ps.pendingEvts, ps.uncommitted = false, 0, 0
 		if len(ps.erasures) > 0 {

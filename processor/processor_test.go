@@ -317,6 +317,7 @@ func TestColdDaysReadBack(t *testing.T) {
 		ordered.segmentIDs(c.project.ID, ordered.tableDump(c.project.ID)); got != want {
 		t.Fatalf("tables built with days read back differ from the ordered delivery's:\n%s", diffLines(got, want))
 	}
+	shuffled.checkState(c.project.ID, cold)
 }
 
 // TestReplay rebuilds a project from its archive and from the log, and

@@ -244,6 +244,7 @@ func TestColdDaysWithResidents(t *testing.T) {
 			if got := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)); got != want {
 				t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))
 			}
+			stepped.checkState(c.project.ID, cold)
 		})
 	}
 }

@@ -2,7 +2,9 @@ package processor
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +28,7 @@ const (
 	TableIdentities  = tables.Identities
 	TableMembers     = tables.Members
 	TableSegments    = tables.Segments
+	TableState       = tables.State
 )
 
 // segmentsPartition is the one partition of the segments table.
@@ -406,6 +409,59 @@ func peopleRecord(alloc memory.Allocator, rows []*facts.PersonRow, reporting str
 	})
 }
 
+// stateRecord builds the rows of the state table (a deletion for a row
+// without data).
+func stateRecord(alloc memory.Allocator, rows []facts.StateRow, rev int64) arrow.Record {
+	return buildRecordMeasured(alloc, tables.StateSchema, len(rows), false, func(b *builder) {
+		for i := range rows {
+			r := &rows[i]
+			b.row()
+			b.uuidReq(r.Ref)
+			b.i32(int32(r.Kind))
+			b.uuidReq(r.Sub)
+			f := b.next().(*array.BinaryBuilder)
+			if r.Data == nil {
+				f.AppendNull()
+			} else {
+				f.Append(r.Data)
+			}
+			b.keyedRow(rev, r.Data == nil)
+		}
+	})
+}
+
+// scanState gives add every live row of the snapshot's state table.
+func scanState(ctx context.Context, sn *rollups.Snapshot, add func(*facts.StateRow) error) error {
+	return sn.Scan(ctx, TableState, rollups.ScanOptions{Uncached: true}, func(b rollups.Batch) error {
+		rec := b.Record
+		cols, err := newColumns(rec)
+		if err != nil {
+			return err
+		}
+		ref, err1 := cols.col(tables.ColRef)
+		kind, err2 := cols.col(tables.ColKind)
+		sub, err3 := cols.col(tables.ColSub)
+		data, err4 := cols.col(tables.ColData)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return err
+		}
+		kinds, ok1 := kind.(*array.Int32)
+		datas, ok2 := data.(*array.Binary)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("state table: columns kind %s and data %s, want int32 and binary", kind.DataType(), data.DataType())
+		}
+		var r facts.StateRow
+		for i := range int(rec.NumRows()) {
+			r.Ref, r.Kind, r.Sub = uuidAt(ref, i), facts.StateKind(kinds.Value(i)), uuidAt(sub, i)
+			r.Data = datas.Value(i)
+			if err := add(&r); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+}
+
 func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow, rev int64) arrow.Record {
 	return buildRecord(alloc, tables.IdentitiesSchema, len(rows), func(b *builder) {
 		for i := range rows {
@@ -678,6 +734,10 @@ type checkpoint struct {
 	// written again (Config.ReclaimInterval): a state rebuilt from the
 	// tables writes those days' visits whole.
 	Reclaim string `json:"reclaim,omitempty"`
+	// State tells that the state table holds the engine's state as of
+	// this checkpoint (written whole once, then its changes with every
+	// commit): a load restores it instead of folding the events table.
+	State bool `json:"state,omitempty"`
 }
 
 // formatDays writes day numbers as Reclaim holds them.

@@ -172,6 +172,19 @@ var MembersSchema = arrow.NewSchema([]arrow.Field{
 	field(rollups.DeletedColumn, boolean, false),
 }, nil)
 
+// StateSchema is the processor's own table of its engine's state
+// (docs/processor.md, "State rows"): a row per part (browser or user),
+// keyed by its ref, and a row per day and the engine's, in partition
+// StatePartitionDays. data is the processor's own encoding.
+var StateSchema = arrow.NewSchema([]arrow.Field{
+	field(ColRef, uuidType, false),
+	field(ColKind, i32, false),
+	field(ColSub, uuidType, false),
+	field(ColData, arrow.BinaryTypes.Binary, true),
+	field(rollups.RevColumn, i64, false),
+	field(rollups.DeletedColumn, boolean, false),
+}, nil)
+
 var SegmentsSchema = arrow.NewSchema([]arrow.Field{
 	field(ColSegment, str, false),
 	field(ColID, str, false),

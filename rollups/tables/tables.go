@@ -11,7 +11,15 @@ const (
 	Identities  = "identities"
 	Members     = "segment_members"
 	Segments    = "segments"
+	// State is the processor's own: no reader but the processor reads
+	// it, and it is not part of the reporting data.
+	State = "processor_state"
 )
+
+// StatePartitionDays is the partition of the state table holding the
+// days' summaries and the engine's row; the parts' rows are in bucket
+// partitions (BucketName) by ref.
+const StatePartitionDays = "days"
 
 // Names returns the names of every table, in the order above.
 func Names() []string {
@@ -42,6 +50,8 @@ func All() map[string]*rollups.Table {
 			NoDictionary: []string{ColUnit, ColClaimedAt}, Key: []string{ColUnit}},
 		Members:  {Name: Members, Schema: MembersSchema, SortKey: []string{ColSegment, ColPerson}, Key: []string{ColSegment, ColPerson}},
 		Segments: {Name: Segments, Schema: SegmentsSchema, SortKey: []string{ColSegment}},
+		State: {Name: State, Schema: StateSchema, SortKey: []string{ColRef, ColKind, ColSub},
+			NoDictionary: []string{ColRef, ColSub, ColData}, Key: []string{ColRef, ColKind, ColSub}},
 	}
 }
 

@@ -234,6 +234,7 @@ func (e *Engine) Freeze(hot, final int64) {
 			c = &coldDay{lo: math.MaxInt64, hi: math.MinInt64}
 			e.cold[n] = c
 		}
+		e.summaryDirty[n] = true
 		if dd := e.days[n]; dd != nil && len(c.ids.bits) == 0 {
 			c.ids = newBloom(len(dd.events)) // residents going later are added
 		}
@@ -257,6 +258,7 @@ func (e *Engine) Freeze(hot, final int64) {
 			for d := n; d <= e.DayOf(v.end); d++ {
 				if cd := e.cold[d]; cd != nil {
 					cd.lo, cd.hi = min(cd.lo, v.start), max(cd.hi, v.end)
+					e.summaryDirty[d] = true
 				}
 			}
 			gone = append(gone, goneVisit{v, h})
@@ -326,6 +328,7 @@ func (e *Engine) finalize(through int32) {
 				e.finalSpan[n] = [2]int64{c.lo, c.hi}
 			}
 			delete(e.cold, n)
+			e.summaryDirty[n] = true
 		}
 	}
 	e.final, e.finalThrough = true, through
@@ -342,6 +345,7 @@ func (e *Engine) freezeVisit(v *visit, row uint64) {
 		p.partVisits.remove(v)
 		t.self = p == pp
 		p.frozen = append(p.frozen, t)
+		e.stateDirty[p] = true
 	}
 	if v.owner != nil {
 		v.owner.removeVisit(v)
@@ -499,6 +503,7 @@ func (e *Engine) Thaw(days []int32) *Thawing {
 		}
 		t.cold[d] = &cc
 		delete(e.cold, d)
+		e.summaryDirty[d] = true
 	}
 	return t
 }
@@ -828,6 +833,7 @@ func (t *Thawing) finishUnits() {
 		if c := t.partial[s.day]; c != nil {
 			c.visits--
 			c.sum -= s.row
+			e.summaryDirty[s.day] = true
 		}
 		e.visitOut[id] = s.day
 	}

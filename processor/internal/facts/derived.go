@@ -105,6 +105,7 @@ func (e *Engine) bucketsInit() {
 func (e *Engine) compute() {
 	for b := range e.dirtyBrowsers {
 		e.reclaim(b)
+		e.stateDirty[b] = true // its sign-ins changed
 	}
 	clear(e.dirtyBrowsers)
 	for v := range e.dirtySessions {

@@ -310,6 +310,16 @@ type Engine struct {
 	wholeIdentities map[int]bool
 	wholeMembers    map[int]bool
 
+	// The state rows to output (state.go): parts whose row changed
+	// (erased ones: their row goes), days whose summary changed, the
+	// hot days' spans and the engine's row as last output; stateAll
+	// outputs every row.
+	stateDirty   map[*node]bool
+	summaryDirty map[int32]bool
+	hotOut       map[int32][2]int64
+	engineOut    []byte
+	stateAll     bool
+
 	bx       bucketIndex
 	seed     maphash.Seed   // of the persons' row hashes (bucketIndex)
 	segCount map[string]int // members per segment ref
@@ -380,6 +390,9 @@ func New(cfg Config) (*Engine, error) {
 		eraseRows:       map[int32]map[Ref]bool{},
 		eraseVisits:     map[int32][]Ref{},
 		erasing:         map[int32]map[Ref]bool{},
+		stateDirty:      map[*node]bool{},
+		summaryDirty:    map[int32]bool{},
+		hotOut:          map[int32][2]int64{},
 	}
 	e.bucketsInit()
 	e.seed = maphash.MakeSeed()
@@ -739,6 +752,7 @@ func (e *Engine) markPart(n *node) {
 	if n.markPart != e.epochParts {
 		n.markPart = e.epochParts
 		e.dirtyParts[n] = true
+		e.stateDirty[n] = true
 	}
 }
 

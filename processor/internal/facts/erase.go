@@ -71,6 +71,7 @@ func (e *Engine) ErasePlan(ref Ref) []int32 {
 			}
 		}
 		e.cold[d] = c
+		e.summaryDirty[d] = true
 		e.stats.FinalDaysRead++
 	}
 	return e.closure(want)
@@ -157,6 +158,7 @@ func (e *Engine) eraseOut(mem []*node) int {
 			if c := e.cold[d]; c != nil {
 				c.visits--
 				c.sum -= t.row
+				e.summaryDirty[d] = true
 			}
 			e.visitOut[t.id] = d
 			e.dirtyVisits[t.id] = nil

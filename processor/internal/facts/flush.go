@@ -56,6 +56,7 @@ func (e *Engine) clearOutputs() {
 func (e *Engine) Flush() *Changes {
 	e.compute()
 	ch := e.build(false)
+	e.stateChanges(ch, false)
 	e.clearOutputs()
 	if len(e.eraseRows) > 0 || len(e.eraseVisits) > 0 {
 		ch.EraseRows = make(map[int32][]Ref, len(e.eraseRows))
@@ -77,7 +78,9 @@ func (e *Engine) Flush() *Changes {
 // All returns the full rows of every partition (for tests and replay).
 func (e *Engine) All() *Changes {
 	e.compute()
-	return e.build(true)
+	ch := e.build(true)
+	e.stateChanges(ch, true)
+	return ch
 }
 
 // Restore has the next Flush output again what ch holds, which was not
@@ -147,6 +150,7 @@ func (e *Engine) Restore(ch *Changes) {
 			}
 		}
 	}
+	e.restoreState(ch)
 	for b := range ch.People {
 		e.wholePeople[b] = true
 	}

@@ -113,11 +113,13 @@ func (e *Engine) Reclaim(d int32, r VisitRow) {
 	delta := personHash(np) - personHash(r.Person)
 	if c := e.cold[d]; c != nil {
 		c.sum += delta
+		e.summaryDirty[d] = true
 	}
 	fix := func(p *node) {
 		for i := range p.frozen {
 			if p.frozen[i].id == r.ID {
 				p.frozen[i].row += delta
+				e.stateDirty[p] = true
 			}
 		}
 	}

@@ -186,6 +186,15 @@ type Changes struct {
 	// of such days, whose deletions VisitDays holds.
 	EraseRows    map[int32][]Ref
 	ErasedVisits map[int32][]Ref
+	// State are the engine's state rows that changed (state.go), by
+	// bucket of their ref: a row with nil Data is deleted (an erased
+	// part). StateDays are the rows of the days' summaries and the
+	// engine's row (nil Data: deleted). StateWhole: State and StateDays
+	// hold every row, which replace those stored.
+	State      map[int][]StateRow
+	StateDays  []StateRow
+	StateWhole bool
+
 	// Reclaimed are the rows of cold visits VisitDays holds because their
 	// person changed (Engine.Reclaim), by day: Restore has them written
 	// again (DropRows keeps them).
@@ -208,12 +217,21 @@ func (c *Changes) DropRows() {
 	for b := range c.People {
 		c.People[b] = nil
 	}
+	for b, rows := range c.State {
+		// A copy of the keys: rows is shared with the commit's records.
+		keys := make([]StateRow, len(rows))
+		for i, r := range rows {
+			keys[i] = StateRow{Ref: r.Ref, Kind: r.Kind, Sub: r.Sub}
+		}
+		c.State[b] = keys
+	}
 }
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
 	return len(c.EventDays) == 0 && len(c.VisitDays) == 0 && len(c.People) == 0 &&
-		len(c.Identities) == 0 && len(c.Members) == 0 && len(c.EraseRows) == 0
+		len(c.Identities) == 0 && len(c.Members) == 0 && len(c.EraseRows) == 0 &&
+		len(c.State) == 0 && len(c.StateDays) == 0
 }
 
 // sortVisitRows puts rows in table order (unit, start, id), sorting

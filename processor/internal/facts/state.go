@@ -1,0 +1,753 @@
+package facts
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mfhq/mf/processor/internal/channels"
+	"github.com/mfhq/mf/storage/records"
+)
+
+// The engine's state as rows.
+//
+// What an engine keeps beyond the events of the days in memory (the
+// persons' history, what is kept of cold and final days) is written as
+// rows, each keyed by (Ref, Kind, Sub), so that a restart restores it
+// instead of folding every stored event again: Restore rebuilds the
+// nodes and the cold days from the rows, and names the days that were in
+// memory, which the caller reads back from the events table with Thaw
+// (their events are linked back without counting their activity, which
+// the rows hold). Then Settle, as after a fold. docs/processor.md
+// ("State rows") describes the format.
+
+// StateKind tells what a state row holds.
+type StateKind byte
+
+// The state rows' kinds.
+const (
+	// StateNode is a part (browser or user), keyed by its ref: its kind
+	// and raw id, its activity by day, the touches of its cold visits
+	// and (a browser) the earliest sign-in of each user on it.
+	StateNode StateKind = 'n'
+	// StateSummary is what is kept of a day (Ref zero, Sub: the day):
+	// cold, final or in memory.
+	StateSummary StateKind = 'c'
+	// StateEngine is the engine's own (Ref and Sub zero): which days are
+	// final.
+	StateEngine StateKind = 'e'
+)
+
+// stateVersion is the first byte of every row's data.
+const stateVersion = 1
+
+// StateRow is one row of an engine's state.
+type StateRow struct {
+	Ref  Ref
+	Kind StateKind
+	Sub  Ref
+	Data []byte
+}
+
+// CompareStateKeys orders rows by key: ref, kind, sub.
+func CompareStateKeys(a, b *StateRow) int {
+	if c := bytesCompare16(&a.Ref, &b.Ref); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	return bytesCompare16(&a.Sub, &b.Sub)
+}
+
+// daySub is the Sub of a day's rows.
+func daySub(d int32) Ref {
+	var s Ref
+	binary.BigEndian.PutUint32(s[:4], uint32(d)^1<<31)
+	return s
+}
+
+func subDay(s Ref) int32 { return int32(binary.BigEndian.Uint32(s[:4]) ^ 1<<31) }
+
+// The status of a day's summary.
+const (
+	summaryCold  = 'c'
+	summaryFinal = 'f'
+	summaryHot   = 'h'
+)
+
+// State returns every row of the engine's state, sorted by key. Work not
+// computed yet is computed first.
+func (e *Engine) State() []StateRow {
+	e.compute()
+	ch := &Changes{}
+	e.stateChanges(ch, true)
+	rows := slices.Clone(ch.StateDays)
+	for _, rs := range ch.State {
+		rows = append(rows, rs...)
+	}
+	slices.SortFunc(rows, func(a, b StateRow) int { return CompareStateKeys(&a, &b) })
+	return rows
+}
+
+// hotSpans returns the days in memory that are not cold, each with the
+// span of the visits that have events on it (empty: lo > hi).
+func (e *Engine) hotSpans() map[int32][2]int64 {
+	out := map[int32][2]int64{}
+	mark := func(d int32) {
+		if e.cold[d] == nil && (!e.final || d > e.finalThrough) {
+			out[d] = [2]int64{math.MaxInt64, math.MinInt64}
+		}
+	}
+	for d := range e.days {
+		mark(d)
+	}
+	for d := range e.visitsByDay {
+		mark(d)
+	}
+	for _, vs := range e.visitsByDay {
+		for v := range vs {
+			for x := e.DayOf(v.start); x <= e.DayOf(v.end); x++ {
+				if s, ok := out[x]; ok {
+					out[x] = [2]int64{min(s[0], v.start), max(s[1], v.end)}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Restore returns an engine with the state of rows (State's, in any
+// order) and the days to read back: see Restoring.
+func Restore(cfg Config, rows []StateRow) (*Engine, []int32, error) {
+	r, err := NewRestoring(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range rows {
+		if err := r.Add(&rows[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return r.Finish()
+}
+
+// Restoring rebuilds an engine from state rows (Engine.State, or the rows
+// its Flushes output, merged by key), given in any order with Add.
+type Restoring struct {
+	e       *Engine
+	signIns []stateSignIn
+	want    map[int32]bool
+}
+
+// NewRestoring starts restoring an engine with cfg.
+func NewRestoring(cfg Config) (*Restoring, error) {
+	e, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Restoring{e: e, want: map[int32]bool{}}, nil
+}
+
+// Add restores one row; its Data is not kept.
+func (rs *Restoring) Add(r *StateRow) error {
+	e := rs.e
+	d := stateDecoder{b: r.Data}
+	switch r.Kind {
+	case StateNode:
+		n := d.node(e, r.Ref, &rs.signIns)
+		if err := d.done(r); err != nil {
+			return err
+		}
+		if n.kind != KindBrowser && n.kind != KindUser {
+			return fmt.Errorf("state row %s: node kind %q is not a browser or a user", r, n.kind)
+		}
+		if e.nodes[n.ref] != nil {
+			return fmt.Errorf("state row %s: a second row of the node", r)
+		}
+		e.nodes[n.ref] = n
+		if n.kind == KindUser {
+			e.users[n.raw] = n
+		}
+		// Computed by Settle, as a new node is: the rows the tables hold
+		// (the persons' hashes, the claimed browsers) are then known.
+		e.dirtyPersons[n] = true
+		e.dirtyIdentity[n] = true
+		return nil
+	case StateSummary:
+		day := subDay(r.Sub)
+		d.version()
+		status := d.byte()
+		lo, hi := d.varint(), d.varint()
+		switch status {
+		case summaryCold:
+			c := &coldDay{lo: lo, hi: hi, visits: int(d.uvarint()), sum: d.uint64()}
+			if w := int(d.uvarint()); w > 0 && d.err == nil {
+				if w > len(d.b)/8 || w&(w-1) != 0 {
+					d.err = errors.New("bad Bloom filter size")
+				} else {
+					c.ids.bits = make([]uint64, w)
+					for j := range c.ids.bits {
+						c.ids.bits[j] = d.uint64()
+					}
+					c.ids.mask = uint64(w)*64 - 1
+				}
+			}
+			e.cold[day] = c
+		case summaryFinal:
+			e.finalSpan[day] = [2]int64{lo, hi}
+		case summaryHot:
+			e.cold[day] = &coldDay{lo: lo, hi: hi}
+			rs.want[day] = true
+		default:
+			d.err = fmt.Errorf("unknown day status %q", status)
+		}
+	case StateEngine:
+		d.version()
+		e.final = d.byte() == 1
+		e.finalThrough = int32(d.varint())
+	default:
+		return fmt.Errorf("state row %s: unknown kind", r)
+	}
+	return d.done(r)
+}
+
+// Finish returns the engine and the days to read back (sorted): the days
+// that were in memory, and every cold day their visits touch. Read them
+// back with Thaw, then call Settle, as after a fold of the events table.
+func (rs *Restoring) Finish() (*Engine, []int32, error) {
+	e := rs.e
+	for _, s := range rs.signIns {
+		u := e.nodes[s.user]
+		if u == nil || u.kind != KindUser || s.browser.kind != KindBrowser {
+			return nil, nil, fmt.Errorf("state row of node %x: a sign-in of %x, which is not a user's", s.browser.ref[:], s.user[:])
+		}
+		s.browser.resetSignIn(u, s.at)
+	}
+	for _, n := range e.nodes {
+		if n.kind == KindBrowser && len(n.signIns) > 0 {
+			e.restoreClaim(n)
+		}
+	}
+	return e, e.closure(rs.want), nil
+}
+
+// restoreClaim sets browser b's claim from its sign-ins, as reclaim
+// does, marking nothing: the stored rows show it.
+func (e *Engine) restoreClaim(b *node) {
+	var best *node
+	var bk evKey
+	for u, k := range b.signIns {
+		if best == nil || k.cmp(bk) < 0 || (k.cmp(bk) == 0 && slices.Compare(u.ref[:], best.ref[:]) < 0) {
+			best, bk = u, k
+		}
+	}
+	b.claimer, b.claimAt = best, bk.t
+	if best.claimed == nil {
+		best.claimed = map[*node]struct{}{}
+	}
+	best.claimed[b] = struct{}{}
+}
+
+func (r *StateRow) String() string {
+	return fmt.Sprintf("(%x, %c, %x)", r.Ref[:], r.Kind, r.Sub[:])
+}
+
+// Encoding: varints, strings as a length and their bytes, refs as 16
+// bytes, evKeys as time and id; each row's data starts with
+// stateVersion.
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendEvKey(b []byte, k evKey) []byte {
+	b = binary.AppendVarint(b, k.t)
+	return append(b, k.id[:]...)
+}
+
+func appendClient(b []byte, c *Client) []byte {
+	if c == nil {
+		return append(b, 0)
+	}
+	flags := byte(1)
+	if c.Consented {
+		flags |= 2
+	}
+	if c.Server {
+		flags |= 4
+	}
+	b = append(b, flags)
+	for _, s := range [...]string{c.Source, c.Country, c.Region, c.Device, c.Browser, c.OS, c.Locale} {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+func appendPartDay(b []byte, pd *partDay) []byte {
+	b = append(b, stateVersion)
+	for _, k := range [...]evKey{pd.first, pd.last, pd.page, pd.clientAt} {
+		b = appendEvKey(b, k)
+	}
+	b = binary.AppendVarint(b, int64(pd.events))
+	b = binary.AppendVarint(b, int64(pd.pageviews))
+	b = binary.AppendVarint(b, int64(pd.orders))
+	b = appendString(b, pd.lastPath)
+	b = appendClient(b, pd.client)
+	x := pd.x
+	if x == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	// In a canonical order (their order in memory is that of the events'
+	// arrival, which nothing reads): equal days encode alike.
+	slices.SortFunc(x.hits, func(p, q hit) int { return cmp.Or(cmp.Compare(p.t, q.t), strings.Compare(p.action, q.action)) })
+	slices.Sort(x.purchases)
+	slices.SortFunc(x.exposures, func(p, q exposure) int {
+		return cmp.Or(p.at.cmp(q.at), strings.Compare(p.experiment, q.experiment), strings.Compare(p.variant, q.variant))
+	})
+	b = binary.AppendUvarint(b, uint64(len(x.revenue)))
+	for _, a := range x.revenue {
+		b = appendString(b, a.Currency)
+		b = binary.AppendVarint(b, a.Micro)
+	}
+	b = appendEvKey(b, x.identAt)
+	b = appendString(b, x.traits)
+	b = binary.AppendUvarint(b, uint64(len(x.hits)))
+	for _, h := range x.hits {
+		b = appendString(b, h.action)
+		b = binary.AppendVarint(b, h.t)
+	}
+	b = binary.AppendUvarint(b, uint64(len(x.exposures)))
+	for _, xp := range x.exposures {
+		b = appendEvKey(b, xp.at)
+		b = appendString(b, xp.experiment)
+		b = appendString(b, xp.variant)
+	}
+	b = binary.AppendUvarint(b, uint64(len(x.purchases)))
+	for _, p := range x.purchases {
+		b = binary.AppendVarint(b, p)
+	}
+	return b
+}
+
+// stateSignIn is a sign-in read from a browser's row, linked once every
+// node is read.
+type stateSignIn struct {
+	browser *node
+	user    Ref
+	at      evKey
+}
+
+// appendNode encodes a part: version, kind, raw id; its days (number,
+// activity); its cold visits' touches (visit id, touch); its sign-ins
+// (user ref, time and event id).
+func appendNode(b []byte, n *node) []byte {
+	b = append(b, stateVersion, n.kind)
+	b = appendString(b, n.raw)
+	b = binary.AppendUvarint(b, uint64(len(n.days)))
+	for _, d := range n.days {
+		b = binary.AppendVarint(b, int64(d.num))
+		b = appendPartDay(b, d.pd)
+	}
+	// By visit id, whatever order the visits went cold in: equal states
+	// encode alike.
+	slices.SortFunc(n.frozen, func(a, b touchInfo) int { return bytesCompare16(&a.id, &b.id) })
+	b = binary.AppendUvarint(b, uint64(len(n.frozen)))
+	for _, t := range n.frozen {
+		b = append(b, t.id[:]...)
+		b = appendTouchInfo(b, t)
+	}
+	users := make([]*node, 0, len(n.signIns))
+	for u := range n.signIns {
+		users = append(users, u)
+	}
+	slices.SortFunc(users, func(a, b *node) int { return bytesCompare16(&a.ref, &b.ref) })
+	b = binary.AppendUvarint(b, uint64(len(users)))
+	for _, u := range users {
+		b = append(b, u.ref[:]...)
+		b = appendEvKey(b, n.signIns[u])
+	}
+	return b
+}
+
+func appendTouch(b []byte, t *channels.Touch) []byte {
+	if t == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	for _, s := range [...]string{t.Channel, t.Source, t.Medium, t.Campaign, t.Term, t.Content, t.AdPlatform, t.ClickID, t.RefHost, t.RefName} {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+func appendTouchInfo(b []byte, t touchInfo) []byte {
+	b = append(b, stateVersion)
+	b = binary.AppendVarint(b, t.at)
+	b = appendTouch(b, t.touch)
+	b = appendString(b, t.landing)
+	b = binary.LittleEndian.AppendUint64(b, t.row)
+	self := byte(0)
+	if t.self {
+		self = 1
+	}
+	return append(b, self, t.parts)
+}
+
+func appendSummary(b []byte, status byte, lo, hi int64, c *coldDay) []byte {
+	b = append(b, stateVersion, status)
+	b = binary.AppendVarint(b, lo)
+	b = binary.AppendVarint(b, hi)
+	if c == nil {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(c.visits))
+	b = binary.LittleEndian.AppendUint64(b, c.sum)
+	b = binary.AppendUvarint(b, uint64(len(c.ids.bits)))
+	for _, w := range c.ids.bits {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	return b
+}
+
+// stateDecoder reads a row's data; the first error sticks.
+type stateDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *stateDecoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("truncated or corrupt %s", what)
+	}
+	d.b = nil
+}
+
+func (d *stateDecoder) version() {
+	if v := d.byte(); v != stateVersion && d.err == nil {
+		d.err = fmt.Errorf("state format %d, want %d", v, stateVersion)
+	}
+}
+
+func (d *stateDecoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("byte")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *stateDecoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *stateDecoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *stateDecoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.fail("uint64")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *stateDecoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("count")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *stateDecoder) string() string {
+	n := d.count()
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *stateDecoder) evKey() evKey {
+	k := evKey{t: d.varint()}
+	if len(d.b) < 16 {
+		d.fail("event key")
+		return evKey{}
+	}
+	k.id = records.UUID(d.b[:16])
+	d.b = d.b[16:]
+	return k
+}
+
+func (d *stateDecoder) ref() Ref {
+	if len(d.b) < 16 {
+		d.fail("ref")
+		return Ref{}
+	}
+	r := Ref(d.b[:16])
+	d.b = d.b[16:]
+	return r
+}
+
+// node decodes a part's row (appendNode); its sign-ins go to signIns.
+func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
+	d.version()
+	n := &node{ref: ref, kind: d.byte()}
+	n.raw = d.string()
+	if n.kind == KindUser {
+		n.raw = e.in.get(n.raw)
+	}
+	days := d.count()
+	n.days = make(partDays, 0, days)
+	for range days {
+		num := int32(d.varint())
+		if k := len(n.days); k > 0 && num <= n.days[k-1].num {
+			d.fail("days out of order")
+		}
+		n.days = append(n.days, numDay{num: num, pd: d.partDay(e)})
+	}
+	for range d.count() {
+		id := d.ref()
+		t := d.touchInfo(e)
+		t.id = id
+		n.frozen = append(n.frozen, t)
+	}
+	for range d.count() {
+		u := d.ref()
+		*signIns = append(*signIns, stateSignIn{browser: n, user: u, at: d.evKey()})
+	}
+	if d.err != nil {
+		n.days, n.frozen = nil, nil
+	}
+	return n
+}
+
+func (d *stateDecoder) client(e *Engine) *Client {
+	flags := d.byte()
+	if flags&1 == 0 {
+		return nil
+	}
+	c := Client{Consented: flags&2 != 0, Server: flags&4 != 0}
+	for _, p := range [...]*string{&c.Source, &c.Country, &c.Region, &c.Device, &c.Browser, &c.OS, &c.Locale} {
+		*p = d.string()
+	}
+	return e.client(c)
+}
+
+func (d *stateDecoder) partDay(e *Engine) *partDay {
+	d.version()
+	pd := &partDay{first: d.evKey(), last: d.evKey(), page: d.evKey(), clientAt: d.evKey()}
+	pd.events, pd.pageviews, pd.orders = int32(d.varint()), int32(d.varint()), int32(d.varint())
+	pd.lastPath = e.in.get(d.string())
+	pd.client = d.client(e)
+	if d.byte() != 1 {
+		return pd
+	}
+	x := pd.extra()
+	for range d.count() {
+		cur := e.in.get(d.string())
+		x.revenue = append(x.revenue, Amount{Currency: cur, Micro: d.varint()})
+	}
+	x.identAt = d.evKey()
+	x.traits = d.string()
+	for range d.count() {
+		x.hits = append(x.hits, hit{action: e.in.get(d.string()), t: d.varint()})
+	}
+	for range d.count() {
+		xp := exposure{at: d.evKey()}
+		xp.experiment, xp.variant = e.in.get(d.string()), e.in.get(d.string())
+		x.exposures = append(x.exposures, xp)
+	}
+	for range d.count() {
+		x.purchases = append(x.purchases, d.varint())
+	}
+	return pd
+}
+
+func (d *stateDecoder) touchInfo(e *Engine) touchInfo {
+	d.version()
+	t := touchInfo{at: d.varint()}
+	if d.byte() == 1 {
+		var tc channels.Touch
+		for _, p := range [...]*string{&tc.Channel, &tc.Source, &tc.Medium, &tc.Campaign, &tc.Term, &tc.Content, &tc.AdPlatform, &tc.ClickID, &tc.RefHost, &tc.RefName} {
+			*p = d.string()
+		}
+		t.touch = e.touchOf(tc)
+	}
+	t.landing = e.in.get(d.string())
+	t.row = d.uint64()
+	t.self = d.byte() == 1
+	t.parts = d.byte()
+	return t
+}
+
+// done reports the decoder's error, or bytes left over, for row r.
+func (d *stateDecoder) done(r *StateRow) error {
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes left over", len(d.b))
+	}
+	if d.err != nil {
+		return fmt.Errorf("state row %s: %w", r, d.err)
+	}
+	return nil
+}
+
+// WriteWholeState has the next Flush output every state row (an engine
+// folded from tables written without them).
+func (e *Engine) WriteWholeState() { e.stateAll = true }
+
+// stateChanges puts into ch the state rows that changed since the last
+// Flush (every row when all or stateAll), and forgets them unless all
+// (All leaves the engine as it was).
+func (e *Engine) stateChanges(ch *Changes, all bool) {
+	whole := all || e.stateAll
+	ch.State = map[int][]StateRow{}
+	add := func(r StateRow) {
+		b := Bucket(r.Ref)
+		ch.State[b] = append(ch.State[b], r)
+	}
+	if whole {
+		ch.StateWhole = true
+		for _, n := range e.nodes {
+			if n.kind != KindVisitor && !n.erased {
+				add(StateRow{Ref: n.ref, Kind: StateNode, Data: appendNode(nil, n)})
+			}
+		}
+	} else {
+		// An erased part's ref may be a new part's again.
+		byRef := make(map[Ref]*node, len(e.stateDirty))
+		for n := range e.stateDirty {
+			if n.kind == KindVisitor {
+				continue
+			}
+			if o := byRef[n.ref]; o == nil || o.erased {
+				byRef[n.ref] = n
+			}
+		}
+		for ref, n := range byRef {
+			r := StateRow{Ref: ref, Kind: StateNode}
+			if !n.erased {
+				r.Data = appendNode(nil, n)
+			}
+			add(r)
+		}
+	}
+	for b := range ch.State {
+		slices.SortFunc(ch.State[b], func(x, y StateRow) int { return CompareStateKeys(&x, &y) })
+	}
+	if len(ch.State) == 0 {
+		ch.State = nil
+	}
+	// The days: those whose summary changed, and the hot ones whose
+	// span did (or that are hot no more).
+	hot := e.hotSpans()
+	days := map[int32]bool{}
+	if whole {
+		for d := range e.cold {
+			days[d] = true
+		}
+		for d := range e.finalSpan {
+			days[d] = true
+		}
+		for d := range hot {
+			days[d] = true
+		}
+	} else {
+		for d := range e.summaryDirty {
+			days[d] = true
+		}
+		for d, s := range hot {
+			if o, ok := e.hotOut[d]; !ok || o != s {
+				days[d] = true
+			}
+		}
+		for d := range e.hotOut {
+			if _, ok := hot[d]; !ok {
+				days[d] = true
+			}
+		}
+	}
+	for d := range days {
+		r := StateRow{Kind: StateSummary, Sub: daySub(d)}
+		if c := e.cold[d]; c != nil {
+			r.Data = appendSummary(nil, summaryCold, c.lo, c.hi, c)
+		} else if s, ok := hot[d]; ok {
+			r.Data = appendSummary(nil, summaryHot, s[0], s[1], nil)
+		} else if s, ok := e.finalSpan[d]; ok {
+			r.Data = appendSummary(nil, summaryFinal, s[0], s[1], nil)
+		}
+		if r.Data == nil && whole {
+			continue
+		}
+		ch.StateDays = append(ch.StateDays, r)
+	}
+	eng := []byte{stateVersion, 0}
+	if e.final {
+		eng[1] = 1
+	}
+	eng = binary.AppendVarint(eng, int64(e.finalThrough))
+	if whole || !bytes.Equal(eng, e.engineOut) {
+		ch.StateDays = append(ch.StateDays, StateRow{Kind: StateEngine, Data: eng})
+	}
+	slices.SortFunc(ch.StateDays, func(x, y StateRow) int { return CompareStateKeys(&x, &y) })
+	if all {
+		return
+	}
+	clear(e.stateDirty)
+	clear(e.summaryDirty)
+	e.hotOut = hot
+	e.engineOut = eng
+	e.stateAll = false
+}
+
+// restoreState has the next Flush output again the state rows of ch,
+// which were not stored.
+func (e *Engine) restoreState(ch *Changes) {
+	if ch.StateWhole {
+		e.stateAll = true
+	}
+	for _, rows := range ch.State {
+		for _, r := range rows {
+			if n := e.nodes[r.Ref]; n != nil {
+				e.stateDirty[n] = true
+			} else {
+				// Gone since (erased): its row is deleted.
+				e.stateDirty[&node{ref: r.Ref, kind: KindBrowser, erased: true}] = true
+			}
+		}
+	}
+	for _, r := range ch.StateDays {
+		switch r.Kind {
+		case StateSummary:
+			d := subDay(r.Sub)
+			e.summaryDirty[d] = true
+			delete(e.hotOut, d)
+		case StateEngine:
+			e.engineOut = nil
+		}
+	}
+}
