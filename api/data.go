@@ -46,14 +46,14 @@ type projectData struct {
 	// peopleSig is the signature of the people and identities tables:
 	// the people index is built again when it changes.
 	peopleSig string
-	known       bitset      // People[i].Known (people_columns.go)
-	firstSeen   []int64     // People[i].FirstSeen
-	idUnits     []ref       // claimed browsers, sorted
-	idPerson    []int32     // their person's index
-	idPre       refPrefixes // narrows the search in idUnits
-	peopleGen   uint64      // identifies this people index (chunks resolved against it)
-	first       int64       // earliest event, Unix ms
-	hasFirst    bool
+	known     bitset      // People[i].Known (people_columns.go)
+	firstSeen []int64     // People[i].FirstSeen
+	idUnits   []ref       // claimed browsers, sorted
+	idPerson  []int32     // their person's index
+	idPre     refPrefixes // narrows the search in idUnits
+	peopleGen uint64      // identifies this people index (chunks resolved against it)
+	first     int64       // earliest event, Unix ms
+	hasFirst  bool
 
 	snap        *rollups.Snapshot   // nil without tables
 	events      []string            // day partitions of the events table, when days are known whole (not lazy)
