@@ -141,13 +141,18 @@ func (v *version) wholeSnapshot(ctx context.Context) (*Snapshot, error) {
 			m.Tables[name] = ts
 			continue
 		}
-		if pw := v.prevWhole; pw != nil {
-			if old := pw.Tables[name]; old != nil && old.rootEnc != nil && bytes.Equal(old.rootEnc, ts.rootEnc) {
-				m.Tables[name] = old // unchanged since the version before
-				continue
-			}
+		var old *TableState
+		if v.prevWhole != nil {
+			old = v.prevWhole.Tables[name]
 		}
-		m.Tables[name] = v.withGroups(name, ts, nil)
+		switch {
+		case old != nil && old.rootEnc != nil && bytes.Equal(old.rootEnc, ts.rootEnc):
+			m.Tables[name] = old // unchanged since the version before
+		case old != nil && old.groups != nil && old.dirty == nil:
+			m.Tables[name] = v.changedGroups(name, ts, old)
+		default:
+			m.Tables[name] = v.withGroups(name, ts, nil)
+		}
 	}
 	v.whole = &Snapshot{r: v.r, m: &m, etag: v.etag, v: v}
 	v.prevWhole = nil
@@ -168,6 +173,34 @@ func (v *version) withGroups(name string, ts *TableState, want func(partGroup) b
 	c.Partitions, c.enc = make(map[string][]DataFile, n), make(map[string][]byte, n)
 	for _, g := range ts.groups {
 		if want != nil && !want(g) {
+			continue
+		}
+		cell := v.cells[cellKey{name, g.Object}]
+		for p, files := range cell.files {
+			c.Partitions[p] = files
+			c.enc[p] = cell.enc[p]
+		}
+	}
+	return &c
+}
+
+// changedGroups returns a copy of ts (a root's table) with every
+// partition: those of old (the whole state of the version before) less
+// the groups that changed, and those of the changed groups, which must
+// have been fetched. Cheaper than withGroups when few groups changed.
+func (v *version) changedGroups(name string, ts, old *TableState) *TableState {
+	c := *ts
+	c.Partitions, c.enc = maps.Clone(old.Partitions), maps.Clone(old.enc)
+	for id, g := range old.groups {
+		if ts.groups[id] != g {
+			for _, p := range partitionsOf(old, id) {
+				delete(c.Partitions, p)
+				delete(c.enc, p)
+			}
+		}
+	}
+	for id, g := range ts.groups {
+		if old.groups[id] == g {
 			continue
 		}
 		cell := v.cells[cellKey{name, g.Object}]
