@@ -2,6 +2,7 @@ package rollups
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -214,4 +215,80 @@ func fileNames(fs []DataFile) []string {
 		out[i] = f.Name
 	}
 	return out
+}
+
+// TestRootSnapshotsShareGroups: readers' calls on root snapshots at
+// once (ranges, scans, whole manifests, refreshes) fetch each group
+// once and see the store's files.
+func TestRootSnapshotsShareGroups(t *testing.T) {
+	ctx := t.Context()
+	b := apptest.OpenBucket(t, t.TempDir())
+	s := newStore(t, b, nil)
+	end := mustUTCDay(t, "2026-11-26")
+	var adds []DataFile
+	var days []string
+	for d := 89; d >= 0; d-- {
+		day := end.AddDate(0, 0, -d)
+		days = append(days, day.Format(time.DateOnly))
+		adds = append(adds, writeRows(t, s, testProject, days[len(days)-1], genPageviews(uint64(d+1), day, 2)))
+	}
+	m, err := s.Commit(ctx, Live(testProject), 0, Change{Add: adds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReader(t, b, func(c *ReaderConfig) { c.Freshness = 0 })
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sn, err := r.SnapshotRoot(ctx, testProject)
+			if err != nil {
+				errs <- err
+				return
+			}
+			from, to := days[(g*7)%len(days)], days[min(len(days)-1, (g*7)%len(days)+20)]
+			switch g % 4 {
+			case 0:
+				ps, err := sn.Partitions(ctx, "pageviews", from, to)
+				if err == nil && (len(ps) == 0 || ps[0].Name != from || ps[len(ps)-1].Name != to) {
+					err = fmt.Errorf("partitions [%s, %s]: got %d, not from the first to the last", from, to, len(ps))
+				}
+				errs <- err
+			case 1:
+				n := 0
+				err := sn.Scan(ctx, "pageviews", ScanOptions{From: from, To: to, Columns: []string{"time"}}, func(bt Batch) error {
+					n += int(bt.Record.NumRows())
+					return nil
+				})
+				if err == nil && n == 0 {
+					err = fmt.Errorf("scan [%s, %s] read no row", from, to)
+				}
+				errs <- err
+			case 2:
+				w, err := sn.Whole(ctx)
+				if err == nil && !slices.Equal(fileKeys(w), fileKeys(m)) {
+					err = fmt.Errorf("whole manifest differs from the store's")
+				}
+				errs <- err
+			case 3:
+				full, err := r.Refresh(ctx, testProject)
+				if err == nil && !slices.Equal(fileKeys(full.Manifest()), fileKeys(m)) {
+					err = fmt.Errorf("refreshed manifest differs from the store's")
+				}
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if st := r.Stats(); st.SubManifestGets != int64(len(m.Tables["pageviews"].groups)) || st.ManifestGets != 1 {
+		t.Fatalf("%d roots and %d sub-manifests fetched, want 1 and %d (each once)", st.ManifestGets, st.SubManifestGets, len(m.Tables["pageviews"].groups))
+	}
 }
