@@ -40,19 +40,23 @@ type projectData struct {
 	pid        string      // the project of the tables
 	peopleRefs []ref       // People[i].Ref, for binary search
 	peoplePre  refPrefixes // narrows the search in peopleRefs
-	// peopleParts are the people table's partitions (personRow.bucket).
-	peopleParts []string
-	known       bitset      // People[i].Known (people_columns.go)
-	firstSeen   []int64     // People[i].FirstSeen
-	idUnits     []ref       // claimed browsers, sorted
-	idPerson    []int32     // their person's index
-	idPre       refPrefixes // narrows the search in idUnits
-	peopleGen   uint64      // identifies this people index (chunks resolved against it)
-	first       int64       // earliest event, Unix ms
-	hasFirst    bool
+	// peopleParts are the people table's partitions (personRow.bucket),
+	// peopleSigs their files' signatures (fileSig).
+	peopleParts, peopleSigs []string
+	// peopleSig is the signature of the people and identities tables:
+	// the people index is built again when it changes.
+	peopleSig string
+	known     bitset      // People[i].Known (people_columns.go)
+	firstSeen []int64     // People[i].FirstSeen
+	idUnits   []ref       // claimed browsers, sorted
+	idPerson  []int32     // their person's index
+	idPre     refPrefixes // narrows the search in idUnits
+	peopleGen uint64      // identifies this people index (chunks resolved against it)
+	first     int64       // earliest event, Unix ms
+	hasFirst  bool
 
 	snap        *rollups.Snapshot   // nil without tables
-	events      []string            // day partitions of the events table
+	events      []string            // day partitions of the events table, when days are known whole (not lazy)
 	days        map[string]dayParts // visits, conversions, events: day partitions
 	rows        *rowCache           // decoded day partitions, shared
 	pc          *projectCache       // the project's cache (latest chunk resolutions)
@@ -101,6 +105,25 @@ func (d *projectData) firstEventPtr() *time.Time {
 	return &t
 }
 
+// eventDays returns the events table's day partitions in [first, last]
+// (inclusive; shared: do not modify).
+func (d *projectData) eventDays(ctx context.Context, first, last string) ([]string, error) {
+	if parts := d.days[tables.Events]; parts.lazy != nil {
+		days, err := parts.within(ctx, first, last)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the events' partitions from %s to %s: %w", first, last, err)
+		}
+		return days, nil
+	}
+	var days []string
+	for _, p := range d.events {
+		if p >= first && p <= last {
+			days = append(days, p)
+		}
+	}
+	return days, nil
+}
+
 // errStopScan ends an events scan early.
 var errStopScan = errors.New("scan stopped")
 
@@ -119,16 +142,11 @@ func (d *projectData) eventPersons(ctx context.Context, from, to time.Time, fn f
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(tables.DayLayout)
 	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
-	var days []string
-	for _, p := range d.events {
-		if p >= firstDay && p <= lastDay {
-			days = append(days, p)
-		}
+	days, err := d.eventDays(ctx, firstDay, lastDay)
+	if err != nil || len(days) == 0 {
+		return err
 	}
-	if len(days) == 0 {
-		return nil
-	}
-	err := d.snap.Scan(ctx, tables.Events, rollups.ScanOptions{Partitions: days, Columns: personColumns, Uncached: true}, func(b rollups.Batch) error {
+	err = d.snap.Scan(ctx, tables.Events, rollups.ScanOptions{Partitions: days, Columns: personColumns, Uncached: true}, func(b rollups.Batch) error {
 		c, err := tables.ColumnsOf(b.Record, personColumns)
 		if err != nil {
 			return err
@@ -175,13 +193,12 @@ func (d *projectData) Events(ctx context.Context, from, to time.Time, newestFirs
 	// on each side in case the zone changed since the rows were written.
 	firstDay := from.In(d.Loc).AddDate(0, 0, -1).Format(tables.DayLayout)
 	lastDay := to.Add(-time.Millisecond).In(d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
-	var days []string
-	for _, p := range d.events {
-		if p >= firstDay && p <= lastDay {
-			days = append(days, p)
-		}
+	days, err := d.eventDays(ctx, firstDay, lastDay)
+	if err != nil {
+		return err
 	}
 	if newestFirst {
+		days = slices.Clone(days)
 		slices.Reverse(days)
 	}
 	var rows []eventRow

@@ -26,7 +26,7 @@ func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData,
 	if r.deps.Reader == nil {
 		return &projectData{Project: p, Loc: loc, shared: &dataShared{}, req: &pins{}}, nil
 	}
-	sn, err := r.deps.Reader.Snapshot(ctx, p.ID)
+	sn, err := r.deps.Reader.SnapshotRoot(ctx, p.ID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 	}
@@ -36,7 +36,7 @@ func (r *Reporting) data(ctx context.Context, p *catalog.Project) (*projectData,
 			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 		}
 		// The snapshot's files were collected: read the newest one.
-		if sn, err = r.deps.Reader.Refresh(ctx, p.ID); err != nil {
+		if sn, err = r.deps.Reader.RefreshRoot(ctx, p.ID); err != nil {
 			return nil, fmt.Errorf("cannot read the tables of project %s: %w", p.ID, err)
 		}
 		if d, err = r.tables.project(p.ID).load(ctx, sn, r.rows); err != nil {
@@ -127,47 +127,46 @@ func fileSig(files []rollups.DataFile) string {
 	return b.String()
 }
 
-// tableSig is the signature of every partition of a table.
-func tableSig(m *rollups.Manifest, table string) string {
-	ts := m.Tables[table]
-	if ts == nil {
-		return ""
-	}
+// partsSig is the signature of every partition of a table.
+func partsSig(parts []rollups.Partition) string {
 	var b strings.Builder
-	for _, p := range ts.PartitionNames() {
-		b.WriteString(p)
+	for _, p := range parts {
+		b.WriteString(p.Name)
 		b.WriteByte(':')
-		b.WriteString(fileSig(ts.Partitions[p]))
+		b.WriteString(fileSig(p.Files))
 		b.WriteByte(';')
 	}
 	return b.String()
 }
 
+// load returns the tables of snapshot sn (from Reader.SnapshotRoot): it
+// reads the bucket tables whole (people, identities, segment members: a
+// group each) and, of the day-partitioned tables, only the groups of
+// partitions that requests ask for (dayParts).
 func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *rowCache) (*projectData, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	m := sn.Manifest()
 	last := pc.last
-	if last != nil && last.snap != nil && last.Generation == m.Generation && last.Version == m.Version {
+	if last != nil && last.snap != nil && last.Generation == sn.Generation() && last.Version == sn.Version() {
 		return last, nil
 	}
-	if m.Version == 0 {
+	if sn.Version() == 0 {
 		d := &projectData{shared: &dataShared{}}
 		pc.last = d
 		return d, nil
 	}
-	d := &projectData{Version: m.Version, Generation: m.Generation, snap: sn, shared: &dataShared{},
-		pid: projectID(m), rows: rows, pc: pc, req: &pins{}}
+	d := &projectData{Version: sn.Version(), Generation: sn.Generation(), snap: sn, shared: &dataShared{},
+		pid: sn.Project(), rows: rows, pc: pc, req: &pins{}}
 	seen := map[string]bool{}
-	part := func(table, p string, decode func(*partCache, arrow.Record) error, cols []string) (*partCache, error) {
-		key := table + "/" + p
+	part := func(table string, p rollups.Partition, decode func(*partCache, arrow.Record) error, cols []string) (*partCache, error) {
+		key := table + "/" + p.Name
 		seen[key] = true
-		sig := fileSig(m.Files(table, p))
+		sig := fileSig(p.Files)
 		if c := pc.parts[key]; c != nil && c.sig == sig {
 			return c, nil
 		}
 		c := &partCache{sig: sig}
-		err := sn.Scan(ctx, table, rollups.ScanOptions{Partitions: []string{p}, Columns: cols}, func(b rollups.Batch) error {
+		err := sn.Scan(ctx, table, rollups.ScanOptions{Partitions: []string{p.Name}, Columns: cols}, func(b rollups.Batch) error {
 			return decode(c, b.Record)
 		})
 		if err != nil {
@@ -181,26 +180,39 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 			return decode(into, b.Record)
 		})
 	}
-	partitions := func(table string) []string {
-		if ts := m.Tables[table]; ts != nil {
-			return ts.PartitionNames()
+	partitions := func(table string) ([]rollups.Partition, error) {
+		parts, err := sn.Partitions(ctx, table, "", "")
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the partitions of %s: %w", table, err)
 		}
-		return nil
+		return parts, nil
 	}
+	people, err := partitions(tables.People)
+	if err != nil {
+		return nil, err
+	}
+	idParts, err := partitions(tables.Identities)
+	if err != nil {
+		return nil, err
+	}
+	d.peopleSig = partsSig(people) + "|" + partsSig(idParts)
 
 	// People and identities: decoded whole, again when any of their
 	// partitions changed.
-	if last != nil && last.snap != nil && tableSig(last.snap.Manifest(), tables.People) == tableSig(m, tables.People) &&
-		tableSig(last.snap.Manifest(), tables.Identities) == tableSig(m, tables.Identities) {
+	if last != nil && last.snap != nil && last.peopleSig == d.peopleSig {
 		d.People, d.peopleRefs, d.idUnits, d.idPerson, d.peopleGen = last.People, last.peopleRefs, last.idUnits, last.idPerson, last.peopleGen
 		d.peoplePre, d.idPre = last.peoplePre, last.idPre
-		d.peopleParts, d.known, d.firstSeen = last.peopleParts, last.known, last.firstSeen
+		d.peopleParts, d.peopleSigs, d.known, d.firstSeen = last.peopleParts, last.peopleSigs, last.known, last.firstSeen
 	} else {
 		pc.peopleGen++
 		d.peopleGen = pc.peopleGen
-		buckets := partitions(tables.People)
-		if len(buckets) > 256 {
-			return nil, fmt.Errorf("the people table has %d partitions, more than the 256 the person index numbers", len(buckets))
+		if len(people) > 256 {
+			return nil, fmt.Errorf("the people table has %d partitions, more than the 256 the person index numbers", len(people))
+		}
+		buckets := make([]string, len(people))
+		d.peopleSigs = make([]string, len(people))
+		for i, p := range people {
+			buckets[i], d.peopleSigs[i] = p.Name, fileSig(p.Files)
 		}
 		d.peopleParts = buckets
 		decoded := make([]*partCache, len(buckets))
@@ -230,11 +242,10 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 		d.peoplePre = newRefPrefixes(d.peopleRefs)
 		d.indexColumns()
 		type claim struct{ unit, person ref }
-		idParts := partitions(tables.Identities)
 		ids := make([]*partCache, len(idParts))
 		err = d.prefetch(ctx, 0, len(idParts), func(ctx context.Context, i int) error {
 			ids[i] = &partCache{}
-			return scan(tables.Identities, idParts[i], decodeIdentities, identityColumns, ids[i])
+			return scan(tables.Identities, idParts[i].Name, decodeIdentities, identityColumns, ids[i])
 		})
 		if err != nil {
 			return nil, err
@@ -263,20 +274,23 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 		d.idPre = newRefPrefixes(d.idUnits)
 	}
 
-	// The day-partitioned tables: their partitions only; rows are read
-	// per request (data_days.go).
+	// The day-partitioned tables: their groups of partitions, read as
+	// requests need them; rows are read per request (data_days.go).
 	d.days = map[string]dayParts{}
 	for _, t := range []string{tables.Visits, tables.Conversions, tables.Events} {
-		d.days[t] = dayPartsOf(m, t)
+		d.days[t] = dayPartsOf(sn, t)
 	}
-	d.events = d.days[tables.Events].names
 	if err := d.firstEvent(ctx); err != nil {
 		return nil, err
 	}
 	d.req = nil // the pins of the first request, not of the snapshot
 
 	// Segment members: decoded per partition, indexed on first use.
-	for _, p := range partitions(tables.Members) {
+	members, err := partitions(tables.Members)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range members {
 		c, err := part(tables.Members, p, decodeMembers, memberColumns)
 		if err != nil {
 			return nil, err
@@ -291,6 +305,3 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	pc.last = d
 	return d, nil
 }
-
-// projectID is the project of a manifest.
-func projectID(m *rollups.Manifest) string { return m.Project }

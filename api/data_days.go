@@ -26,40 +26,38 @@ import (
 // touched until it ends, so an index it handed out (a vpos) stays valid
 // however small the budget; memory across requests is the budget.
 
-// dayParts is the day partitions of one table in a snapshot: their
-// labels in order and the signature of each one's files.
+// dayParts is the day partitions of one table in a snapshot, numbered
+// by ordinal in name order: read a group at a time as requests need them
+// (lazy, data_parts.go), or known whole (names and the signature of each
+// one's files; hand-built data).
 type dayParts struct {
 	names, sigs []string
+	lazy        *lazyDays
 }
 
-func dayPartsOf(m *rollups.Manifest, table string) dayParts {
-	ts := m.Tables[table]
-	if ts == nil {
-		return dayParts{}
-	}
-	var p dayParts
-	for _, name := range ts.PartitionNames() {
-		p.names = append(p.names, name)
-		p.sigs = append(p.sigs, fileSig(ts.Partitions[name]))
-	}
-	return p
+// dayPartsOf returns the day partitions of table in sn, none read yet.
+func dayPartsOf(sn *rollups.Snapshot, table string) dayParts {
+	return dayParts{lazy: newLazyDays(sn, table)}
 }
 
 // between returns the ordinals [a, b) of the partitions whose day may hold
 // a time in [from, to) in loc: one day of margin on either side, for rows
 // written before the project's zone changed.
-func (p *dayParts) between(from, to time.Time, loc *time.Location) (int, int) {
-	if !from.Before(to) || len(p.names) == 0 {
-		return 0, 0
+func (p *dayParts) between(ctx context.Context, from, to time.Time, loc *time.Location) (int, int, error) {
+	if !from.Before(to) || p.count() == 0 {
+		return 0, 0, nil
 	}
 	first := from.In(loc).AddDate(0, 0, -1).Format(tables.DayLayout)
 	last := to.Add(-time.Millisecond).In(loc).AddDate(0, 0, 1).Format(tables.DayLayout)
+	if p.lazy != nil {
+		return p.lazy.between(ctx, first, last)
+	}
 	a := sort.SearchStrings(p.names, first)
 	b := sort.SearchStrings(p.names, last)
 	if b < len(p.names) && p.names[b] == last {
 		b++
 	}
-	return a, max(a, b)
+	return a, max(a, b), nil
 }
 
 // pins are the chunks one request read, by table and ordinal.
@@ -106,7 +104,10 @@ func (d *projectData) chunk(ctx context.Context, table string, ord int, build fu
 		return v, nil
 	}
 	parts := d.days[table]
-	name, sig := parts.names[ord], parts.sigs[ord]
+	name, sig, err := parts.at(ctx, ord)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the partitions of %s: %w", table, err)
+	}
 	key := d.pid + "\x00" + table + "/" + name + "\x00" + sig + "\x00" + strconv.FormatUint(d.peopleGen, 10)
 	if v, ok := d.rows.get(key, d.req); ok {
 		d.req.put(pk, v)
@@ -253,7 +254,10 @@ func (d *projectData) visitChunk(ctx context.Context, ord int) (*visitChunk, err
 func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func(p vpos, v *visitRow)) error {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Visits]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return err
+	}
 	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
 		return err
 	}
@@ -280,7 +284,10 @@ func (d *projectData) eachVisit(ctx context.Context, from, to time.Time, fn func
 func (d *projectData) visitTotals(ctx context.Context, from, to time.Time, perChannel func(ch string, visits int)) (visits int, pv, consPV int64, err error) {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Visits]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
 		return 0, 0, 0, err
 	}
@@ -330,6 +337,7 @@ func (d *projectData) visitAt(ctx context.Context, p vpos) (*visitRow, error) {
 type visitFinder struct {
 	d      *projectData
 	a, b   int
+	names  []string // of partitions a..b-1
 	chunks []*visitChunk
 	reach  []int64 // reach[i]: latest end over chunks a..a+i
 	lo, hi int64
@@ -338,8 +346,15 @@ type visitFinder struct {
 // visitFinder reads the visits starting in [from, to) for lookups by id.
 func (d *projectData) visitFinder(ctx context.Context, from, to time.Time) (*visitFinder, error) {
 	parts := d.days[tables.Visits]
-	a, b := parts.between(from, to, d.Loc)
-	f := &visitFinder{d: d, a: a, b: b, lo: from.UnixMilli(), hi: to.UnixMilli()}
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return nil, err
+	}
+	names, err := parts.span(ctx, a, b)
+	if err != nil {
+		return nil, err
+	}
+	f := &visitFinder{d: d, a: a, b: b, names: names, lo: from.UnixMilli(), hi: to.UnixMilli()}
 	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.visitChunk(ctx, ord); return err }); err != nil {
 		return nil, err
 	}
@@ -365,9 +380,9 @@ func (f *visitFinder) find(id ref, t int64) (vpos, bool) {
 		return 0, false
 	}
 	top := len(f.chunks) - 1
-	if parts := f.d.days[tables.Visits]; top >= 0 {
+	if top >= 0 {
 		day := time.UnixMilli(t).In(f.d.Loc).AddDate(0, 0, 1).Format(tables.DayLayout)
-		if i := sort.SearchStrings(parts.names[f.a:f.b], day); i < len(f.chunks) && parts.names[f.a+i] == day {
+		if i := sort.SearchStrings(f.names, day); i < len(f.chunks) && f.names[i] == day {
 			top = i
 		} else {
 			top = i - 1
@@ -466,7 +481,10 @@ func (c convRows) Len() int {
 func (d *projectData) ConversionRows(ctx context.Context, from, to time.Time) (convRows, error) {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Conversions]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.convChunk(ctx, ord); return err }); err != nil {
 		return nil, err
 	}
@@ -508,7 +526,10 @@ func (d *projectData) Conversions(ctx context.Context, from, to time.Time) ([]co
 func (d *projectData) ConversionsOf(ctx context.Context, action string, from, to time.Time, fn func(*conversionRow)) error {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Conversions]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return err
+	}
 	for ord := a; ord < b; ord++ {
 		c, err := d.convChunk(ctx, ord)
 		if err != nil {
@@ -633,7 +654,10 @@ func (d *projectData) Purchases(ctx context.Context, from, to time.Time) ([]purc
 func (d *projectData) purchaseSpans(ctx context.Context, from, to time.Time) ([][]purchaseRow, error) {
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	parts := d.days[tables.Events]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return nil, err
+	}
 	var out [][]purchaseRow
 	for ord := a; ord < b; ord++ {
 		c, err := d.factChunk(ctx, ord)
@@ -653,7 +677,10 @@ func (d *projectData) purchaseSpans(ctx context.Context, from, to time.Time) ([]
 // partitions that may hold a time in [from, to).
 func (d *projectData) activityIn(ctx context.Context, from, to time.Time) ([]*dayActivity, error) {
 	parts := d.days[tables.Events]
-	a, b := parts.between(from, to, d.Loc)
+	a, b, err := parts.between(ctx, from, to, d.Loc)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.prefetch(ctx, a, b, func(ctx context.Context, ord int) error { _, err := d.factChunk(ctx, ord); return err }); err != nil {
 		return nil, err
 	}
@@ -672,7 +699,8 @@ func (d *projectData) activityIn(ctx context.Context, from, to time.Time) ([]*da
 // partition, or the second one when rows were written before a zone
 // change.
 func (d *projectData) firstEvent(ctx context.Context) error {
-	n := len(d.days[tables.Events].names)
+	parts := d.days[tables.Events]
+	n := parts.count()
 	for ord := 0; ord < min(n, 2); ord++ {
 		c, err := d.factChunk(ctx, ord)
 		if err != nil {

@@ -107,7 +107,7 @@ func (d *projectData) detail(ctx context.Context, idx int32) (*personDetail, err
 // read.
 func (d *projectData) detailChunk(ctx context.Context, b int) (*detailChunk, error) {
 	name := d.peopleParts[b]
-	key := d.pid + "\x00" + tables.People + "-detail/" + name + "\x00" + fileSig(d.snap.Manifest().Files(tables.People, name))
+	key := d.pid + "\x00" + tables.People + "-detail/" + name + "\x00" + d.peopleSigs[b]
 	if v, ok := d.rows.get(key, d.req); ok {
 		return v.(*detailChunk), nil
 	}

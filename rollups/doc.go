@@ -15,7 +15,10 @@
 // Readers (Reader) accept a read-only storage.BucketReader, keep each
 // project's latest manifest fresh within ReaderConfig.Freshness by polling
 // its ETag, and scan tables by day range, columns and key range through a
-// byte-bounded cache of decoded column data.
+// byte-bounded cache of decoded column data. A snapshot from
+// Reader.SnapshotRoot reads the manifest's root only and fetches a group
+// of partitions when a call first needs it (snapshot.go), so opening a
+// project costs the period read, not its history.
 //
 // The processor's tables themselves (names, columns, schemas, partition
 // labels and column accessors) are the contract of the subpackage

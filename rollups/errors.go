@@ -32,9 +32,9 @@ var (
 	// ErrSchemaMismatch: a data file's columns cannot be read as the table's
 	// schema (a column changed type, or a required column is missing).
 	ErrSchemaMismatch = errors.New("data file does not match the table schema")
-	// ErrFileGone: a data file named by a manifest snapshot has been deleted
-	// (the snapshot is older than the retire grace period). Take a new
-	// snapshot and scan again.
+	// ErrFileGone: a data file or sub-manifest named by a manifest
+	// snapshot has been deleted (the snapshot is older than the retire
+	// grace period). Take a new snapshot and scan again.
 	ErrFileGone = errors.New("data file of the snapshot has been deleted")
 	// ErrUnknownColumn: a scan asked for a column the table does not have.
 	ErrUnknownColumn = errors.New("unknown column")

@@ -41,7 +41,7 @@ type Reader struct {
 // projectView is a reader's latest view of one project's live manifest.
 type projectView struct {
 	refresh sync.Mutex // one refresh at a time
-	snap    atomic.Pointer[Snapshot]
+	cur     atomic.Pointer[version]
 	checked atomic.Int64 // Unix ns of the last look at the store
 }
 
@@ -115,34 +115,74 @@ func (r *Reader) Stats() ReaderStats {
 // the files it names), so one request can make several consistent scans.
 type Snapshot struct {
 	r    *Reader
-	m    *Manifest
+	m    *Manifest // the whole manifest; nil on a snapshot from SnapshotRoot
 	etag string
+	v    *version // the reader's state of the version; nil when m was given whole
 }
 
-// Manifest returns the manifest of the snapshot (read-only).
+// Manifest returns the whole manifest of the snapshot (read-only), as
+// Reader.Snapshot and Reader.Refresh return it. A snapshot from
+// Reader.SnapshotRoot holds only the partitions its callers asked for:
+// its Manifest is nil (use Whole, Partitions, Groups, Version).
 func (sn *Snapshot) Manifest() *Manifest { return sn.m }
 
 // Snapshot returns the latest manifest of project known to the reader,
-// looking at the store when the one it has is older than Freshness. A
-// project without a manifest gives an empty snapshot (version 0).
+// looking at the store when the one it has is older than Freshness, with
+// every group of partitions fetched (those it does not hold yet) so that
+// Manifest is whole. A project without a manifest gives an empty snapshot
+// (version 0).
 func (r *Reader) Snapshot(ctx context.Context, project string) (*Snapshot, error) {
-	v, err := r.view(project)
-	if err != nil {
-		return nil, err
-	}
-	if sn := v.snap.Load(); sn != nil && r.now().UnixNano()-v.checked.Load() < int64(r.cfg.Freshness) {
-		return sn, nil
-	}
-	return r.refresh(ctx, project, v, false)
+	return r.snapshot(ctx, project, false, true)
 }
 
 // Refresh is Snapshot that always looks at the store.
 func (r *Reader) Refresh(ctx context.Context, project string) (*Snapshot, error) {
-	v, err := r.view(project)
+	return r.snapshot(ctx, project, true, true)
+}
+
+// SnapshotRoot is Snapshot without fetching any group of partitions: the
+// snapshot holds the root of the manifest (head, table definitions,
+// group ranges), and its Scan, Partitions and Whole fetch the
+// sub-manifests of the groups they need, once per reader (a new version
+// shares the groups it did not change). A reader's first snapshot of a
+// project then costs the root and the groups of the period read, not the
+// history.
+func (r *Reader) SnapshotRoot(ctx context.Context, project string) (*Snapshot, error) {
+	return r.snapshot(ctx, project, false, false)
+}
+
+// RefreshRoot is SnapshotRoot that always looks at the store.
+func (r *Reader) RefreshRoot(ctx context.Context, project string) (*Snapshot, error) {
+	return r.snapshot(ctx, project, true, false)
+}
+
+func (r *Reader) snapshot(ctx context.Context, project string, force, whole bool) (*Snapshot, error) {
+	pv, err := r.view(project)
 	if err != nil {
 		return nil, err
 	}
-	return r.refresh(ctx, project, v, true)
+	for attempt := 1; ; attempt++ {
+		v := pv.cur.Load()
+		if v == nil || force || r.now().UnixNano()-pv.checked.Load() >= int64(r.cfg.Freshness) {
+			if v, err = r.refresh(ctx, project, pv, force); err != nil {
+				return nil, err
+			}
+		}
+		if !whole {
+			return v.rootSnapshot(), nil
+		}
+		sn, err := v.wholeSnapshot(ctx)
+		if errors.Is(err, ErrFileGone) && attempt < loadAttempts {
+			// The root moved on and the collector took a group it named
+			// meanwhile: read the newer root.
+			force = true
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the manifest of project %q: %w", project, err)
+		}
+		return sn, nil
+	}
 }
 
 func (r *Reader) view(project string) (*projectView, error) {
@@ -159,50 +199,54 @@ func (r *Reader) view(project string) (*projectView, error) {
 	return v, nil
 }
 
-// refresh looks at the project's manifest ETag and fetches the manifest
-// when it changed.
-func (r *Reader) refresh(ctx context.Context, project string, v *projectView, force bool) (*Snapshot, error) {
+// refresh looks at the project's manifest ETag and reads the root when it
+// changed (groups are fetched as callers need them).
+func (r *Reader) refresh(ctx context.Context, project string, pv *projectView, force bool) (*version, error) {
 	start := r.now()
-	v.refresh.Lock()
-	defer v.refresh.Unlock()
+	pv.refresh.Lock()
+	defer pv.refresh.Unlock()
 	// Someone else may have looked while this call waited.
-	if sn := v.snap.Load(); sn != nil && v.checked.Load() >= start.UnixNano() && (force || r.now().UnixNano()-v.checked.Load() < int64(r.cfg.Freshness)) {
-		return sn, nil
+	if v := pv.cur.Load(); v != nil && pv.checked.Load() >= start.UnixNano() && (force || r.now().UnixNano()-pv.checked.Load() < int64(r.cfg.Freshness)) {
+		return v, nil
 	}
 	key := r.layout.manifest(project)
 	r.stats.manifestChecks.Add(1)
 	attrs, err := r.bucket.Attributes(ctx, key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		sn := &Snapshot{r: r, m: emptyManifest(Live(project))}
-		v.snap.Store(sn)
-		v.checked.Store(start.UnixNano())
-		return sn, nil
+		v := newVersion(r, emptyManifest(Live(project)), "", nil)
+		pv.cur.Store(v)
+		pv.checked.Store(start.UnixNano())
+		return v, nil
 	case err != nil:
 		return nil, fmt.Errorf("cannot look at the manifest of project %q: %w", project, err)
 	}
-	if sn := v.snap.Load(); sn != nil && sn.m.Version > 0 && attrs.ETag == sn.etag {
-		v.checked.Store(start.UnixNano())
-		return sn, nil
+	old := pv.cur.Load()
+	if old != nil && old.root.Version > 0 && attrs.ETag == old.etag {
+		pv.checked.Store(start.UnixNano())
+		return old, nil
 	}
 	r.stats.manifestGets.Add(1)
-	var prev *Manifest
-	if old := v.snap.Load(); old != nil {
-		prev = old.m
-	}
-	src := manifestSource{bucket: r.bucket, layout: r.layout, parallel: r.cfg.Parallelism, gets: &r.stats.partGets}
-	m, got, err := src.load(ctx, Live(project), prev)
+	data, got, err := storage.ReadAll(ctx, r.bucket, key)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the manifest of project %q: %w", project, err)
 	}
-	sn := &Snapshot{r: r, m: m, etag: got.ETag}
-	if old := v.snap.Load(); old != nil && old.m.Version > m.Version {
-		// Never go back in time (a store that lists an older version).
-		sn = old
+	var prevRoot *Manifest
+	if old != nil {
+		prevRoot = old.root
 	}
-	v.snap.Store(sn)
-	v.checked.Store(start.UnixNano())
-	return sn, nil
+	root, err := decodeRoot(data, Live(project), prevRoot)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the manifest of project %q: cannot load manifest %q: %w", project, key, err)
+	}
+	v := newVersion(r, root, got.ETag, old)
+	if old != nil && old.root.Version > root.Version {
+		// Never go back in time (a store that lists an older version).
+		v = old
+	}
+	pv.cur.Store(v)
+	pv.checked.Store(start.UnixNano())
+	return v, nil
 }
 
 // ScanOptions choose what a scan reads.
@@ -250,23 +294,34 @@ type Batch struct {
 // deleted keys left out), in sort-key order, whatever number of files it
 // has; its File is the partition's file when it has one, else empty. A
 // key range then bounds the merged rows.
+//
+// On a snapshot from SnapshotRoot, a scan first fetches the sub-manifests
+// of the groups that hold the partitions it reads (those not held yet).
 func (sn *Snapshot) Scan(ctx context.Context, table string, opts ScanOptions, fn func(Batch) error) error {
-	ts := sn.m.Tables[table]
+	h := sn.head()
+	want, err := scanGroups(opts)
+	if err != nil {
+		return fmt.Errorf("cannot scan table %q of project %q: %w", table, h.Project, err)
+	}
+	ts, err := sn.tableWith(ctx, table, want)
+	if err != nil {
+		return fmt.Errorf("cannot scan table %q of project %q: %w", table, h.Project, err)
+	}
 	if ts == nil {
 		return nil
 	}
 	if len(ts.Key) > 0 {
 		if err := sn.scanKeyed(ctx, table, ts, opts, fn); err != nil {
-			return fmt.Errorf("cannot scan table %q of project %q (version %d): %w", table, sn.m.Project, sn.m.Version, err)
+			return fmt.Errorf("cannot scan table %q of project %q (version %d): %w", table, h.Project, h.Version, err)
 		}
 		return nil
 	}
 	plan, err := sn.plan(table, ts, opts)
 	if err != nil {
-		return fmt.Errorf("cannot scan table %q of project %q: %w", table, sn.m.Project, err)
+		return fmt.Errorf("cannot scan table %q of project %q: %w", table, h.Project, err)
 	}
 	if err := sn.r.run(ctx, plan, fn); err != nil {
-		return fmt.Errorf("cannot scan table %q of project %q (version %d): %w", table, sn.m.Project, sn.m.Version, err)
+		return fmt.Errorf("cannot scan table %q of project %q (version %d): %w", table, h.Project, h.Version, err)
 	}
 	return nil
 }
@@ -284,7 +339,7 @@ type scanPlan struct {
 }
 
 func (sn *Snapshot) plan(table string, ts *TableState, opts ScanOptions) (*scanPlan, error) {
-	p := &scanPlan{project: sn.m.Project, nocache: opts.Uncached}
+	p := &scanPlan{project: sn.head().Project, nocache: opts.Uncached}
 	schema := ts.Schema()
 	if opts.Columns == nil {
 		p.out = schema

@@ -26,7 +26,14 @@ import (
 //     version before takes the new one (the API's steady state).
 //
 //   - open: a new Reader (cold) takes a snapshot of the project: the
-//     whole manifest, as callers get it from Snapshot.Manifest.
+//     whole manifest, as callers get it from Snapshot.Manifest (and as
+//     the reporting API took it before it read by period).
+//
+//   - open-period: a new Reader (cold) takes a root snapshot
+//     (SnapshotRoot) and reads the partitions of the last 30 days of the
+//     three day tables and all partitions of the three bucket tables
+//     (Snapshot.Partitions), what the reporting API's first request for
+//     a 30-day period reads of the manifest.
 //
 //     go test -run '^$' -bench ManifestScale -benchtime 200x ./rollups/
 func BenchmarkManifestScale(b *testing.B) {
@@ -137,7 +144,50 @@ func BenchmarkManifestScale(b *testing.B) {
 		}
 		reportScale(b, "open", sizes, took, n)
 	})
+
+	b.Run("open-period", func(b *testing.B) {
+		took := make([]time.Duration, len(projects))
+		from := scaleEnd.AddDate(0, 0, -29).Format(time.DateOnly)
+		n := 0
+		for b.Loop() {
+			n++
+			for i, p := range projects {
+				start := time.Now()
+				r, err := NewReader(bk, DefaultReaderConfig(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sn, err := r.SnapshotRoot(ctx, p.id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts := 0
+				for _, t := range scaleDayTables {
+					ps, err := sn.Partitions(ctx, t, from, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					parts += len(ps)
+				}
+				for _, t := range scaleBucketTables {
+					ps, err := sn.Partitions(ctx, t, "", "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					parts += len(ps)
+				}
+				took[i] += time.Since(start)
+				if sn.Version() != p.m.Version || parts != 3*30+3*16 {
+					b.Fatalf("opened version %d of %s with %d partitions, want %d and %d", sn.Version(), p.id, parts, p.m.Version, 3*30+3*16)
+				}
+			}
+		}
+		reportScale(b, "open-period", sizes, took, n)
+	})
 }
+
+// scaleEnd is the newest day of BenchmarkManifestScale's projects.
+var scaleEnd = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 
 // scaleTables are the tables of BenchmarkManifestScale: by day, and by
 // bucket.
@@ -155,7 +205,7 @@ func seedScaleProject(b *testing.B, s *Store, project string, days int) (*Manife
 	ctx := context.Background()
 	rec := pageviewRecord(b, genPageviews(1, time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC), 100))
 	defer rec.Release()
-	end := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	end := scaleEnd
 	var adds []DataFile
 	var last DataFile
 	add := func(table, partition string) DataFile {
