@@ -213,6 +213,14 @@ func tableRows(t *testing.T, data, project string) map[string][]string {
 	}
 	out := map[string][]string{}
 	for name := range processor.Tables() {
+		if name == processor.TableState {
+			// The processor's own state, not facts: what it holds at the
+			// last commit depends on when the commits came (a day that
+			// went cold after the last one is written with the next).
+			// Restarts restore from it, so the facts above check it; the
+			// processor's tests compare it with a fold (checkState).
+			continue
+		}
 		var rows []string
 		err := sn.Scan(ctx, name, rollups.ScanOptions{}, func(bt rollups.Batch) error {
 			rec := bt.Record
