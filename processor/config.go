@@ -70,6 +70,9 @@ type Config struct {
 	// foldOnly (tests) has every load fold the events table, whatever the
 	// state table holds.
 	foldOnly bool
+	// checkRestore (tests) has every load from the state table compared
+	// with a fold of the events table (checkRestored).
+	checkRestore bool
 	// ReclaimInterval is how often at most the cold visits of browsers
 	// whose claim moved (a first sign-in after their visits went cold)
 	// are written again with their new person (1 minute): each time

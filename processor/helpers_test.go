@@ -181,6 +181,7 @@ func (e *env) start(edit func(*Config), segs *Segments) *running {
 	// runs with them pending across a restart).
 	cfg.ReclaimInterval = 0
 	cfg.stateRoundTrip = os.Getenv("MF_STATE_ROUND_TRIP") != ""
+	cfg.checkRestore = true
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -135,7 +135,9 @@ func (e *Engine) pendingCompute() bool {
 // final 0 sets nothing final.
 func (e *Engine) Freeze(hot, final int64) {
 	if final > 0 {
-		e.finalize(e.DayOf(final) - 1)
+		// Last: the days that go cold now are final at once too, as a
+		// fold that froze them first would have them.
+		defer e.finalize(e.DayOf(final) - 1)
 	}
 	limit := e.DayOf(hot) - 1
 	// Work not computed yet (a backlog applies batches while a commit is
@@ -462,6 +464,10 @@ type Thawing struct {
 	// of units bring their visits back (as residents).
 	partial map[int32]*coldDay
 	units   map[Ref]bool
+	// residents and residentDays (a restore, Restoring.Finish): of these
+	// cold days, the rows of these visits come back as residents.
+	residents    map[Ref]bool
+	residentDays map[int32]bool
 }
 
 // storedRow is what an event's stored row shows of its visit.
@@ -639,8 +645,8 @@ func (t *Thawing) storeResidents(dd *day) {
 func (t *Thawing) Add(r ThawedEvent) {
 	e := t.e
 	dn := e.DayOf(r.Time)
-	if t.cold[dn] == nil && (t.partial[dn] == nil || !t.units[r.Unit]) {
-		return // not a day (or a unit) being thawed
+	if t.cold[dn] == nil && (t.partial[dn] == nil || !t.units[r.Unit]) && (!t.residentDays[dn] || !t.residents[r.Visit]) {
+		return // not a day (or a unit, or a resident) being thawed
 	}
 	if e.erasedRow(dn, r.Unit) {
 		return // an erased person's, on its way out of the table

@@ -317,6 +317,7 @@ type Engine struct {
 	stateDirty   map[*node]bool
 	summaryDirty map[int32]bool
 	hotOut       map[int32][2]int64
+	residentsOut map[int32]uint64
 	engineOut    []byte
 	stateAll     bool
 
@@ -393,6 +394,7 @@ func New(cfg Config) (*Engine, error) {
 		stateDirty:      map[*node]bool{},
 		summaryDirty:    map[int32]bool{},
 		hotOut:          map[int32][2]int64{},
+		residentsOut:    map[int32]uint64{},
 	}
 	e.bucketsInit()
 	e.seed = maphash.MakeSeed()

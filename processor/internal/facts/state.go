@@ -124,14 +124,14 @@ func (e *Engine) hotSpans() map[int32][2]int64 {
 
 // Restore returns an engine with the state of rows (State's, in any
 // order) and the days to read back: see Restoring.
-func Restore(cfg Config, rows []StateRow) (*Engine, []int32, error) {
+func Restore(cfg Config, rows []StateRow) (*Engine, []int32, *Thawing, error) {
 	r, err := NewRestoring(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i := range rows {
 		if err := r.Add(&rows[i]); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	return r.Finish()
@@ -142,7 +142,9 @@ func Restore(cfg Config, rows []StateRow) (*Engine, []int32, error) {
 type Restoring struct {
 	e       *Engine
 	signIns []stateSignIn
-	want    map[int32]bool
+	hot     []int32
+	// residents are, by cold day, the visits whose events were in memory.
+	residents map[int32][]Ref
 }
 
 // NewRestoring starts restoring an engine with cfg.
@@ -151,7 +153,7 @@ func NewRestoring(cfg Config) (*Restoring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Restoring{e: e, want: map[int32]bool{}}, nil
+	return &Restoring{e: e, residents: map[int32][]Ref{}}, nil
 }
 
 // Add restores one row; its Data is not kept.
@@ -198,12 +200,21 @@ func (rs *Restoring) Add(r *StateRow) error {
 					c.ids.mask = uint64(w)*64 - 1
 				}
 			}
+			if n := d.count(); n > 0 && n <= len(d.b)/16 {
+				ids := make([]Ref, n)
+				for j := range ids {
+					ids[j] = d.ref()
+				}
+				rs.residents[day] = ids
+			} else if n > 0 {
+				d.fail("residents")
+			}
 			e.cold[day] = c
 		case summaryFinal:
 			e.finalSpan[day] = [2]int64{lo, hi}
 		case summaryHot:
 			e.cold[day] = &coldDay{lo: lo, hi: hi}
-			rs.want[day] = true
+			rs.hot = append(rs.hot, day)
 		default:
 			d.err = fmt.Errorf("unknown day status %q", status)
 		}
@@ -217,15 +228,17 @@ func (rs *Restoring) Add(r *StateRow) error {
 	return d.done(r)
 }
 
-// Finish returns the engine and the days to read back (sorted): the days
-// that were in memory, and every cold day their visits touch. Read them
-// back with Thaw, then call Settle, as after a fold of the events table.
-func (rs *Restoring) Finish() (*Engine, []int32, error) {
+// Finish returns the engine, the days to read back (sorted) and the
+// Thawing to give their events rows to (nil when none): the days that
+// were in memory are read back whole, and of the cold days with residents
+// only the rows of the residents' visits. Then call Settle, as after a
+// fold of the events table.
+func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 	e := rs.e
 	for _, s := range rs.signIns {
 		u := e.nodes[s.user]
 		if u == nil || u.kind != KindUser || s.browser.kind != KindBrowser {
-			return nil, nil, fmt.Errorf("state row of node %x: a sign-in of %x, which is not a user's", s.browser.ref[:], s.user[:])
+			return nil, nil, nil, fmt.Errorf("state row of node %x: a sign-in of %x, which is not a user's", s.browser.ref[:], s.user[:])
 		}
 		s.browser.resetSignIn(u, s.at)
 	}
@@ -234,7 +247,27 @@ func (rs *Restoring) Finish() (*Engine, []int32, error) {
 			e.restoreClaim(n)
 		}
 	}
-	return e, e.closure(rs.want), nil
+	days := slices.Clone(rs.hot)
+	for d := range rs.residents {
+		if e.cold[d] != nil {
+			days = append(days, d)
+		}
+	}
+	if len(days) == 0 {
+		return e, nil, nil, nil
+	}
+	slices.Sort(days)
+	days = slices.Compact(days)
+	th := e.Thaw(rs.hot)
+	th.residents = map[Ref]bool{}
+	th.residentDays = map[int32]bool{}
+	for d, ids := range rs.residents {
+		th.residentDays[d] = true
+		for _, id := range ids {
+			th.residents[id] = true
+		}
+	}
+	return e, days, th, nil
 }
 
 // restoreClaim sets browser b's claim from its sign-ins, as reclaim
@@ -415,6 +448,34 @@ func appendSummary(b []byte, status byte, lo, hi int64, c *coldDay) []byte {
 		b = binary.LittleEndian.AppendUint64(b, w)
 	}
 	return b
+}
+
+// appendResidents appends the ids of a cold day's residents' visits.
+func appendResidents(b []byte, ids []Ref) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = append(b, id[:]...)
+	}
+	return b
+}
+
+// residents returns the ids of the visits whose events stay in memory on
+// cold day d (Freeze's residents), sorted; nil when none.
+func (e *Engine) residents(d int32) []Ref {
+	dd := e.days[d]
+	if dd == nil || e.cold[d] == nil {
+		return nil
+	}
+	seen := map[Ref]bool{}
+	var ids []Ref
+	for _, ev := range dd.events {
+		if v := e.visitOf(ev); v != nil && !seen[v.id] {
+			seen[v.id] = true
+			ids = append(ids, v.id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b Ref) int { return bytesCompare16(&a, &b) })
+	return ids
 }
 
 // stateDecoder reads a row's data; the first error sticks.
@@ -665,6 +726,19 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 	// The days: those whose summary changed, and the hot ones whose
 	// span did (or that are hot no more).
 	hot := e.hotSpans()
+	// The cold days' residents, each list by a hash of it.
+	res := map[int32][]Ref{}
+	resSum := map[int32]uint64{}
+	for d := range e.days {
+		if ids := e.residents(d); len(ids) > 0 {
+			res[d] = ids
+			h := uint64(len(ids))
+			for _, id := range ids {
+				h = h*0x9e3779b97f4a7c15 + personHash(id)
+			}
+			resSum[d] = h
+		}
+	}
 	days := map[int32]bool{}
 	if whole {
 		for d := range e.cold {
@@ -690,11 +764,21 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 				days[d] = true
 			}
 		}
+		for d, h := range resSum {
+			if e.residentsOut[d] != h {
+				days[d] = true
+			}
+		}
+		for d := range e.residentsOut {
+			if _, ok := resSum[d]; !ok {
+				days[d] = true
+			}
+		}
 	}
 	for d := range days {
 		r := StateRow{Kind: StateSummary, Sub: daySub(d)}
 		if c := e.cold[d]; c != nil {
-			r.Data = appendSummary(nil, summaryCold, c.lo, c.hi, c)
+			r.Data = appendResidents(appendSummary(nil, summaryCold, c.lo, c.hi, c), res[d])
 		} else if s, ok := hot[d]; ok {
 			r.Data = appendSummary(nil, summaryHot, s[0], s[1], nil)
 		} else if s, ok := e.finalSpan[d]; ok {
@@ -720,6 +804,7 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 	clear(e.stateDirty)
 	clear(e.summaryDirty)
 	e.hotOut = hot
+	e.residentsOut = resSum
 	e.engineOut = eng
 	e.stateAll = false
 }
@@ -746,8 +831,30 @@ func (e *Engine) restoreState(ch *Changes) {
 			d := subDay(r.Sub)
 			e.summaryDirty[d] = true
 			delete(e.hotOut, d)
+			delete(e.residentsOut, d)
 		case StateEngine:
 			e.engineOut = nil
 		}
 	}
+}
+
+// DiffStates describes the first difference between two engines' state
+// rows (State), "" when equal.
+func DiffStates(a, b []StateRow) string {
+	for i := 0; i < max(len(a), len(b)); i++ {
+		if i >= len(a) || i >= len(b) {
+			return fmt.Sprintf("%d rows against %d", len(a), len(b))
+		}
+		if CompareStateKeys(&a[i], &b[i]) != 0 || !bytes.Equal(a[i].Data, b[i].Data) {
+			x, y := a[i].Data, b[i].Data
+			k := 0
+			for k < len(x) && k < len(y) && x[k] == y[k] {
+				k++
+			}
+			lo := max(0, k-24)
+			return fmt.Sprintf("row %d: %s, byte %d of %d: %x|%x; against %s, byte %d of %d: %x|%x", i, a[i].String(), k, len(x), x[lo:k], x[k:min(len(x), k+48)],
+				b[i].String(), k, len(y), y[lo:k], y[k:min(len(y), k+48)])
+		}
+	}
+	return ""
 }
