@@ -430,36 +430,67 @@ func stateRecord(alloc memory.Allocator, rows []facts.StateRow, rev int64) arrow
 	})
 }
 
-// scanState gives add every live row of the snapshot's state table.
+// scanState gives add every live row of the snapshot's state table. The
+// table is read (files merged by key, columns decoded) on another
+// goroutine while add decodes the rows read before.
 func scanState(ctx context.Context, sn *rollups.Snapshot, add func(*facts.StateRow) error) error {
-	return sn.Scan(ctx, TableState, rollups.ScanOptions{Uncached: true}, func(b rollups.Batch) error {
-		rec := b.Record
-		cols, err := newColumns(rec)
-		if err != nil {
-			return err
-		}
-		ref, err1 := cols.col(tables.ColRef)
-		kind, err2 := cols.col(tables.ColKind)
-		sub, err3 := cols.col(tables.ColSub)
-		data, err4 := cols.col(tables.ColData)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return err
-		}
-		kinds, ok1 := kind.(*array.Int32)
-		datas, ok2 := data.(*array.Binary)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("state table: columns kind %s and data %s, want int32 and binary", kind.DataType(), data.DataType())
-		}
-		var r facts.StateRow
-		for i := range int(rec.NumRows()) {
-			r.Ref, r.Kind, r.Sub = uuidAt(ref, i), facts.StateKind(kinds.Value(i)), uuidAt(sub, i)
-			r.Data = datas.Value(i)
-			if err := add(&r); err != nil {
-				return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	recs := make(chan arrow.Record, 4)
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(recs)
+		scanErr <- sn.Scan(ctx, TableState, rollups.ScanOptions{Uncached: true}, func(b rollups.Batch) error {
+			b.Record.Retain()
+			select {
+			case recs <- b.Record:
+				return nil
+			case <-ctx.Done():
+				b.Record.Release()
+				return ctx.Err()
+			}
+		})
+	}()
+	var err error
+	for rec := range recs {
+		if err == nil {
+			err = addStateRows(rec, add)
+			if err != nil {
+				cancel()
 			}
 		}
-		return ctx.Err()
-	})
+		rec.Release()
+	}
+	return cmp.Or(err, <-scanErr)
+}
+
+// addStateRows gives add the rows of a record of the state table.
+func addStateRows(rec arrow.Record, add func(*facts.StateRow) error) error {
+	cols, err := newColumns(rec)
+	if err != nil {
+		return err
+	}
+	ref, err1 := cols.col(tables.ColRef)
+	kind, err2 := cols.col(tables.ColKind)
+	sub, err3 := cols.col(tables.ColSub)
+	data, err4 := cols.col(tables.ColData)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	kinds, ok1 := kind.(*array.Int32)
+	datas, ok2 := data.(*array.Binary)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("state table: columns kind %s and data %s, want int32 and binary", kind.DataType(), data.DataType())
+	}
+	var r facts.StateRow
+	for i := range int(rec.NumRows()) {
+		r.Ref, r.Kind, r.Sub = uuidAt(ref, i), facts.StateKind(kinds.Value(i)), uuidAt(sub, i)
+		r.Data = datas.Value(i)
+		if err := add(&r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func identitiesRecord(alloc memory.Allocator, rows []facts.IdentityRow, rev int64) arrow.Record {

@@ -134,6 +134,17 @@ func (in *interner) get(s string) string {
 	return s
 }
 
+// getBytes is get of string(b), allocating only for a string not held.
+func (in *interner) getBytes(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	return in.get(string(b))
+}
+
 // batchClient returns the shared Client of a batch and its consentless
 // visitor ref.
 func (e *Engine) batchClient(b *records.Batch) (*Client, Ref) {

@@ -141,6 +141,8 @@ func Restore(cfg Config, rows []StateRow) (*Engine, []int32, *Thawing, error) {
 // its Flushes output, merged by key), given in any order with Add.
 type Restoring struct {
 	e       *Engine
+	clients map[string]*Client
+	touches map[string]*channels.Touch
 	signIns []stateSignIn
 	hot     []int32
 	// residents are, by cold day, the visits whose events were in memory.
@@ -153,13 +155,13 @@ func NewRestoring(cfg Config) (*Restoring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Restoring{e: e, residents: map[int32][]Ref{}}, nil
+	return &Restoring{e: e, residents: map[int32][]Ref{}, clients: map[string]*Client{}, touches: map[string]*channels.Touch{}}, nil
 }
 
 // Add restores one row; its Data is not kept.
 func (rs *Restoring) Add(r *StateRow) error {
 	e := rs.e
-	d := stateDecoder{b: r.Data}
+	d := stateDecoder{b: r.Data, clients: rs.clients, touches: rs.touches}
 	switch r.Kind {
 	case StateNode:
 		n := d.node(e, r.Ref, &rs.signIns)
@@ -478,10 +480,14 @@ func (e *Engine) residents(d int32) []Ref {
 	return ids
 }
 
-// stateDecoder reads a row's data; the first error sticks.
+// stateDecoder reads a row's data; the first error sticks. clients and
+// touches, when set, share the decoded clients and touches by their
+// encoded bytes (a restore decodes the same few thousand a million times).
 type stateDecoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	clients map[string]*Client
+	touches map[string]*channels.Touch
 }
 
 func (d *stateDecoder) fail(what string) {
@@ -553,6 +559,24 @@ func (d *stateDecoder) string() string {
 	return s
 }
 
+// interned returns a string, the engine's shared copy.
+func (d *stateDecoder) interned(e *Engine) string {
+	n := d.count()
+	s := e.in.getBytes(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// skipStrings passes n strings and returns the bytes they took.
+func (d *stateDecoder) skipStrings(n int) []byte {
+	start := d.b
+	for range n {
+		k := d.count()
+		d.b = d.b[k:]
+	}
+	return start[:len(start)-len(d.b)]
+}
+
 func (d *stateDecoder) evKey() evKey {
 	k := evKey{t: d.varint()}
 	if len(d.b) < 16 {
@@ -608,39 +632,77 @@ func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
 }
 
 func (d *stateDecoder) client(e *Engine) *Client {
-	flags := d.byte()
-	if flags&1 == 0 {
+	start := d.b
+	if d.byte()&1 == 0 {
 		return nil
 	}
-	c := Client{Consented: flags&2 != 0, Server: flags&4 != 0}
-	for _, p := range [...]*string{&c.Source, &c.Country, &c.Region, &c.Device, &c.Browser, &c.OS, &c.Locale} {
-		*p = d.string()
+	body := d.b
+	key := start[:1+len(d.skipStrings(7))]
+	if d.err != nil {
+		return nil
 	}
-	return e.client(c)
+	if c, ok := d.clients[string(key)]; ok {
+		return c
+	}
+	sd := stateDecoder{b: body}
+	c := Client{Consented: key[0]&2 != 0, Server: key[0]&4 != 0}
+	for _, p := range [...]*string{&c.Source, &c.Country, &c.Region, &c.Device, &c.Browser, &c.OS, &c.Locale} {
+		*p = sd.string()
+	}
+	p := e.client(c)
+	if d.clients != nil {
+		d.clients[string(key)] = p
+	}
+	return p
+}
+
+// touch decodes a touch (appendTouch).
+func (d *stateDecoder) touch(e *Engine) *channels.Touch {
+	if d.byte() != 1 {
+		return nil
+	}
+	key := d.skipStrings(10)
+	if d.err != nil {
+		return nil
+	}
+	if t, ok := d.touches[string(key)]; ok {
+		return t
+	}
+	sd := stateDecoder{b: key}
+	var tc channels.Touch
+	for _, p := range [...]*string{&tc.Channel, &tc.Source, &tc.Medium, &tc.Campaign, &tc.Term, &tc.Content, &tc.AdPlatform, &tc.ClickID, &tc.RefHost, &tc.RefName} {
+		*p = sd.string()
+	}
+	t := e.touchOf(tc)
+	if d.touches != nil {
+		d.touches[string(key)] = t
+	}
+	return t
 }
 
 func (d *stateDecoder) partDay(e *Engine) *partDay {
 	d.version()
 	pd := &partDay{first: d.evKey(), last: d.evKey(), page: d.evKey(), clientAt: d.evKey()}
 	pd.events, pd.pageviews, pd.orders = int32(d.varint()), int32(d.varint()), int32(d.varint())
-	pd.lastPath = e.in.get(d.string())
+	pd.lastPath = d.interned(e)
 	pd.client = d.client(e)
 	if d.byte() != 1 {
 		return pd
 	}
 	x := pd.extra()
 	for range d.count() {
-		cur := e.in.get(d.string())
+		cur := d.interned(e)
 		x.revenue = append(x.revenue, Amount{Currency: cur, Micro: d.varint()})
 	}
 	x.identAt = d.evKey()
 	x.traits = d.string()
 	for range d.count() {
-		x.hits = append(x.hits, hit{action: e.in.get(d.string()), t: d.varint()})
+		x.hits = append(x.hits, hit{action: d.interned(e), t: d.varint()})
 	}
 	for range d.count() {
 		xp := exposure{at: d.evKey()}
-		xp.experiment, xp.variant = e.in.get(d.string()), e.in.get(d.string())
+		xp.experiment = d.interned(e)
+		xp.variant = d.interned(e)
 		x.exposures = append(x.exposures, xp)
 	}
 	for range d.count() {
@@ -652,14 +714,8 @@ func (d *stateDecoder) partDay(e *Engine) *partDay {
 func (d *stateDecoder) touchInfo(e *Engine) touchInfo {
 	d.version()
 	t := touchInfo{at: d.varint()}
-	if d.byte() == 1 {
-		var tc channels.Touch
-		for _, p := range [...]*string{&tc.Channel, &tc.Source, &tc.Medium, &tc.Campaign, &tc.Term, &tc.Content, &tc.AdPlatform, &tc.ClickID, &tc.RefHost, &tc.RefName} {
-			*p = d.string()
-		}
-		t.touch = e.touchOf(tc)
-	}
-	t.landing = e.in.get(d.string())
+	t.touch = d.touch(e)
+	t.landing = d.interned(e)
 	t.row = d.uint64()
 	t.self = d.byte() == 1
 	t.parts = d.byte()
