@@ -179,9 +179,9 @@ func (rs *Restoring) Add(r *StateRow) error {
 			e.users[n.raw] = n
 		}
 		// Computed by Settle, as a new node is: the rows the tables hold
-		// (the persons' hashes, the claimed browsers) are then known.
+		// (the persons' hashes; the claimed browsers, Finish) are then
+		// known.
 		e.dirtyPersons[n] = true
-		e.dirtyIdentity[n] = true
 		return nil
 	case StateSummary:
 		day := subDay(r.Sub)
@@ -247,6 +247,7 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 	for _, n := range e.nodes {
 		if n.kind == KindBrowser && len(n.signIns) > 0 {
 			e.restoreClaim(n)
+			e.dirtyIdentity[n] = true // claimed: an identities row
 		}
 	}
 	days := slices.Clone(rs.hot)
