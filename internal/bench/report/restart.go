@@ -32,11 +32,14 @@ type restartResult struct {
 	// project's checkpoint covered Seq (seen by polling every restartPoll).
 	FirstCommit time.Duration
 	// Load is the processor's own "project state rebuilt from its tables"
-	// line: how long the rebuild took, how many events it folded and when
-	// it was logged (from the start); Loaded is false when it never came.
+	// line: how long the rebuild took, how many events it read (all of
+	// them folded, or those read back after the state table was restored:
+	// LoadHow "folded" or "restored") and when it was logged (from the
+	// start); Loaded is false when it never came.
 	Loaded     bool
 	Load       time.Duration
 	LoadEvents int64
+	LoadHow    string
 	LoadedAt   time.Duration
 	// CommitLogged is when the processor logged the commit covering Seq
 	// (from the start), CommitTook and CommitFlush how long that commit
@@ -168,7 +171,7 @@ func timeRestart(ctx context.Context, e *env, lines *restartLog, project string,
 	}
 	l := lines.result()
 	if !l.loadAt.IsZero() {
-		res.Loaded, res.Load, res.LoadEvents, res.LoadedAt = true, l.load, l.loadEvents, l.loadAt.Sub(t0)
+		res.Loaded, res.Load, res.LoadEvents, res.LoadedAt, res.LoadHow = true, l.load, l.loadEvents, l.loadAt.Sub(t0), l.loadHow
 	}
 	for _, c := range l.commits {
 		if c.seq >= seq {
@@ -183,8 +186,12 @@ func printRestart(out io.Writer, r restartResult, cpuProfile string) {
 	fmt.Fprintf(out, "\nrestart: from the processor's start to the first commit covering log position %d: %.2f s (target: under 10 s, issue 14)\n",
 		r.Seq, r.FirstCommit.Seconds())
 	if r.Loaded {
-		fmt.Fprintf(out, "  project state rebuilt from its tables in %.2f s (the processor's log line, %.2f s after the start): %d events folded\n",
-			r.Load.Seconds(), r.LoadedAt.Seconds(), r.LoadEvents)
+		what := "events folded" // the events table read whole
+		if r.LoadHow == "restored" {
+			what = "events read back (the state table restored)"
+		}
+		fmt.Fprintf(out, "  project state rebuilt from its tables in %.2f s (the processor's log line, %.2f s after the start): %d %s\n",
+			r.Load.Seconds(), r.LoadedAt.Seconds(), r.LoadEvents, what)
 	} else {
 		fmt.Fprintf(out, "  the processor logged no rebuild of the project's state\n")
 	}

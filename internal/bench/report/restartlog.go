@@ -29,6 +29,7 @@ type restartLogState struct {
 	loadAt     time.Time
 	load       time.Duration
 	loadEvents int64
+	loadHow    string
 	commits    []loggedCommit
 }
 
@@ -63,6 +64,7 @@ func (h *restartLog) Handle(ctx context.Context, r slog.Record) error {
 func (h *restartLog) keep(r slog.Record) {
 	var project string
 	var events int64
+	var how string
 	var took, flush time.Duration
 	var seq uint64
 	r.Attrs(func(a slog.Attr) bool {
@@ -70,6 +72,8 @@ func (h *restartLog) keep(r slog.Record) {
 		switch a.Key {
 		case "project":
 			project = v.String()
+		case "how":
+			how = v.String()
 		case "events":
 			if v.Kind() == slog.KindInt64 {
 				events = v.Int64()
@@ -100,7 +104,7 @@ func (h *restartLog) keep(r slog.Record) {
 	switch r.Message {
 	case msgRebuilt:
 		if h.st.loadAt.IsZero() {
-			h.st.loadAt, h.st.load, h.st.loadEvents = r.Time, took, events
+			h.st.loadAt, h.st.load, h.st.loadEvents, h.st.loadHow = r.Time, took, events, how
 		}
 	case msgCommitted:
 		h.st.commits = append(h.st.commits, loggedCommit{seq: seq, at: r.Time, took: took, flush: flush})
@@ -120,12 +124,13 @@ type restartLines struct {
 	loadAt     time.Time
 	load       time.Duration
 	loadEvents int64
+	loadHow    string
 	commits    []loggedCommit
 }
 
 func (h *restartLog) result() restartLines {
 	h.st.mu.Lock()
 	defer h.st.mu.Unlock()
-	return restartLines{loadAt: h.st.loadAt, load: h.st.load, loadEvents: h.st.loadEvents,
+	return restartLines{loadAt: h.st.loadAt, load: h.st.load, loadEvents: h.st.loadEvents, loadHow: h.st.loadHow,
 		commits: append([]loggedCommit(nil), h.st.commits...)}
 }
