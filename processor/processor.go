@@ -737,7 +737,7 @@ func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateR
 	switch {
 	case rows != nil:
 		how = "restored"
-		e, n, err = p.restoreState(ctx, id, cfg, func(add func(*facts.StateRow) error) error {
+		e, n, err = p.restoreState(ctx, id, sn, cfg, func(add func(*facts.StateRow) error) error {
 			for i := range rows {
 				if err := add(&rows[i]); err != nil {
 					return err
@@ -747,7 +747,7 @@ func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateR
 		})
 	case cp.State && !p.cfg.stateRoundTrip && !p.cfg.foldOnly:
 		how = "restored"
-		e, n, err = p.restoreState(ctx, id, cfg, func(add func(*facts.StateRow) error) error {
+		e, n, err = p.restoreState(ctx, id, sn, cfg, func(add func(*facts.StateRow) error) error {
 			return scanState(ctx, sn, add)
 		})
 	default:
@@ -821,7 +821,7 @@ func (p *Processor) checkRestored(ctx context.Context, id string, e *facts.Engin
 // restoreState returns an engine restored from state rows, with the days
 // that were in memory read back from the events table, and how many
 // events it read.
-func (p *Processor) restoreState(ctx context.Context, id string, cfg facts.Config, rows func(add func(*facts.StateRow) error) error) (*facts.Engine, int64, error) {
+func (p *Processor) restoreState(ctx context.Context, id string, sn *rollups.Snapshot, cfg facts.Config, rows func(add func(*facts.StateRow) error) error) (*facts.Engine, int64, error) {
 	rs, err := facts.NewRestoring(cfg)
 	if err != nil {
 		return nil, 0, err
@@ -837,7 +837,7 @@ func (p *Processor) restoreState(ctx context.Context, id string, cfg facts.Confi
 		return e, 0, nil
 	}
 	before := e.Stats().ThawedEvents
-	if err := p.thawWith(ctx, &project{id: id, engine: e}, days, th); err != nil {
+	if err := p.thawFrom(ctx, sn, &project{id: id, engine: e}, days, th); err != nil {
 		return nil, 0, err
 	}
 	return e, e.Stats().ThawedEvents - before, nil
@@ -1520,12 +1520,20 @@ const maxUnitScans = 64
 
 // thawWith gives th the rows of the events table of days and finishes it.
 func (p *Processor) thawWith(ctx context.Context, ps *project, days []int32, th *facts.Thawing) error {
-	start := p.now()
 	sn, err := p.deps.Reader.Refresh(ctx, ps.id)
 	if err != nil {
 		th.Finish() // never half thawed (the caller lets the project go)
 		return fmt.Errorf("cannot read back days of project %q: %w", ps.id, err)
 	}
+	return p.thawFrom(ctx, sn, ps, days, th)
+}
+
+// thawFrom is thawWith from the snapshot sn: a restore reads the days
+// back from the snapshot whose checkpoint and state rows it restored, not
+// from a newer one whose events would be linked back as already counted.
+func (p *Processor) thawFrom(ctx context.Context, sn *rollups.Snapshot, ps *project, days []int32, th *facts.Thawing) error {
+	start := p.now()
+	var err error
 	names := make([]string, len(days))
 	for i, d := range days {
 		names[i] = facts.DayName(d)
