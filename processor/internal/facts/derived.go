@@ -155,7 +155,8 @@ func (e *Engine) compute() {
 // changed, its membership when it changed or must be written again.
 type personUpdate struct {
 	p          *node
-	state      *personState // nil: unchanged (or no longer a person)
+	state      *personState // nil: unchanged (or no longer a person), or settling
+	changed    bool         // the row's hash changed (state holds it unless settling)
 	hash       uint64       // of state's row
 	members    []string
 	setMembers bool
@@ -192,9 +193,11 @@ func (e *Engine) recomputePersons(forceMembers bool) {
 			e.setMembers(b, u.p.ref, nil)
 			continue
 		}
-		if u.state != nil {
+		if u.changed {
 			e.bx.persons[b][u.p.ref] = u.hash
-			e.dirtyPeople[u.p.ref] = u.state
+			if !e.settling {
+				e.dirtyPeople[u.p.ref] = u.state
+			}
 		}
 		if u.setMembers {
 			e.setMembers(b, u.p.ref, u.members)
@@ -211,7 +214,10 @@ func (e *Engine) computePersonUpdate(u *personUpdate, forceMembers bool) {
 	f := e.computePerson(u.p)
 	st := newPersonState(f)
 	if h := st.hash(e.seed); !had || h != old {
-		u.state, u.hash = &st, h
+		u.changed, u.hash = true, h
+		if !e.settling {
+			u.state = &st
+		}
 	} else if !forceMembers {
 		return
 	}
@@ -248,7 +254,12 @@ func (e *Engine) Members(ref string) int { return e.segCount[ref] }
 // Settle computes the derived state and forgets which partitions changed:
 // for an engine rebuilt from tables that already hold its outputs.
 func (e *Engine) Settle() {
+	// The persons' rows are not kept for output (the tables hold them):
+	// a settle after a load computes every person, and keeping their
+	// rows until clearOutputs held a gigabyte at a million people.
+	e.settling = true
 	e.compute()
+	e.settling = false
 	e.clearOutputs()
 }
 

@@ -320,6 +320,9 @@ type Engine struct {
 	residentsOut map[int32]uint64
 	engineOut    []byte
 	stateAll     bool
+	// settling: the compute is Settle's, whose persons' rows are not
+	// output.
+	settling bool
 
 	bx       bucketIndex
 	seed     maphash.Seed   // of the persons' row hashes (bucketIndex)

@@ -261,6 +261,11 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 	}
 	slices.Sort(days)
 	days = slices.Compact(days)
+	// Every person is computed once here, as Settle does (the thaw's
+	// compute would keep every person's row for output).
+	e.settling = true
+	e.compute()
+	e.settling = false
 	th := e.Thaw(rs.hot)
 	th.residents = map[Ref]bool{}
 	th.residentDays = map[int32]bool{}
