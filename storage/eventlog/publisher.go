@@ -157,11 +157,20 @@ func (p *Publisher) publishRetrying(ctx context.Context, r route, m *nats.Msg) (
 		defer cancel()
 	}
 	wait := 50 * time.Millisecond
+	var unavailable error // the last attempt's failure to reach the server
 	for {
 		ack, err := p.publish(ctx, r, m)
+		if err != nil && unavailable != nil && ctx.Err() != nil {
+			// The caller's deadline ended a retry: what kept the message
+			// from being stored is the server's unavailability, not the
+			// caller (TestClusterReplicas, without a quorum, saw one or
+			// the other depending on when the deadline fell).
+			return nil, fmt.Errorf("%w (retried until the caller's deadline)", unavailable)
+		}
 		if err == nil || !errors.Is(err, ErrUnavailable) || p.log.isClosed() {
 			return ack, err
 		}
+		unavailable = err
 		select {
 		case <-ctx.Done():
 			return nil, err
