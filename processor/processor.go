@@ -762,11 +762,20 @@ func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateR
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the state of project %q: %w", id, err)
 	}
-	if rows != nil && !cp.State {
-		e.WriteWholeState() // tests (stateRoundTrip): as after the fold
+	if rows != nil {
+		// Tests (stateRoundTrip): the rows are the fold's, which writes
+		// its state whole (the table may hold memberships under other
+		// segments).
+		e.WriteWholeState()
+	}
+	segmentsChanged := cp.Seq > 0 && cp.Segments != e.SegmentsFingerprint()
+	if segmentsChanged && how == "restored" {
+		// The memberships restored were evaluated under the segments
+		// stored.
+		e.ReevaluateSegments()
 	}
 	e.Settle()
-	if cp.Seq > 0 && cp.Segments != e.SegmentsFingerprint() {
+	if segmentsChanged {
 		// The segments changed while nobody processed the project.
 		e.RewriteMembers()
 	}

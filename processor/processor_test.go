@@ -2,9 +2,11 @@ package processor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -441,4 +443,80 @@ func coldSeed() uint64 {
 		return n
 	}
 	return 11
+}
+
+// TestSegmentsChangedWhileStopped restarts the processor after the
+// segments changed (testdata/segments/changed.json: one segment widened,
+// one that depends on it, one new): the memberships restored from the
+// state table were evaluated under the old definitions and are evaluated
+// again, so the tables equal those of a processor that had the new
+// definitions from the start (and the restore equals a fold: the start
+// checks it).
+func TestSegmentsChangedWhileStopped(t *testing.T) {
+	c, all := exactlyOnceInput(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "segments", "changed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := *c
+	changed.project.Segments = nil
+	if err := json.Unmarshal(data, &changed.project.Segments); err != nil {
+		t.Fatalf("testdata/segments/changed.json: %v", err)
+	}
+
+	// Every day goes cold at once: the restart reads no person back,
+	// so only the new evaluation changes the restored memberships.
+	cold := func(cfg *Config) {
+		cfg.LateWindow = 400 * 24 * time.Hour
+		cfg.HotWindow = 0
+	}
+	half := len(all) / 2
+	// A batch days after the first half: its visits end, so that no
+	// person of it is read back at the restart.
+	tick := *all[0]
+	tick.ID = records.UUID{0xee, 1}
+	tick.Events = slices.Clone(tick.Events)
+	at := all[half-1].ReceivedAt + 3*86_400_000
+	for i := range tick.Events {
+		tick.Events[i].ID = records.UUID{0xee, 2, byte(i)}
+		tick.Events[i].Time = at + int64(i)
+	}
+	tick.ReceivedAt = at + 1000
+	all = slices.Insert(slices.Clone(all), half, &tick)
+	half++
+
+	e := newEnv(t, "")
+	e.provision(c)
+	r := e.start(cold, nil)
+	seqs := e.publish(all[:half-1]...)
+	e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	// Committed after the days went cold: the state written holds them
+	// so.
+	seqs = e.publish(all[half-1])
+	e.waitCheckpoint(c.project.ID, seqs[0])
+	r.stop(t)
+	if !e.checkpoint(c.project.ID).State {
+		t.Fatal("the first run's checkpoint does not say the state table holds the state")
+	}
+	e.provision(&changed)
+	seqs = e.publish(all[half:]...)
+	r = e.start(cold, nil)
+	e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	r.stop(t)
+
+	fresh := newEnv(t, "")
+	fresh.provision(&changed)
+	seqs = fresh.publish(all...)
+	r = fresh.start(cold, nil)
+	fresh.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	r.stop(t)
+
+	got, want := e.segmentIDs(c.project.ID, e.tableDump(c.project.ID)), fresh.segmentIDs(c.project.ID, fresh.tableDump(c.project.ID))
+	if got != want {
+		t.Fatalf("tables after the segments changed while stopped differ from those built under the new segments:\n%s", diffLines(got, want))
+	}
+	if !strings.Contains(want, "segment_members") {
+		t.Fatalf("no segment_members rows in the tables:\n%s", want)
+	}
+	e.checkState(c.project.ID, cold)
 }

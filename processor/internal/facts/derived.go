@@ -236,6 +236,7 @@ func (e *Engine) setMembers(b int, ref Ref, mem []string) {
 	for _, s := range mem {
 		e.segCount[s]++
 	}
+	e.membersDirty[ref] = true // its state row
 	if _, ok := e.dirtyMembers[ref]; !ok {
 		// The membership as output before (slices are replaced, never
 		// modified).
@@ -247,6 +248,11 @@ func (e *Engine) setMembers(b int, ref Ref, mem []string) {
 		e.bx.members[b][ref] = mem
 	}
 }
+
+// ReevaluateSegments has the next compute evaluate every person's
+// membership again: for an engine restored with the memberships stored
+// under other segment definitions.
+func (e *Engine) ReevaluateSegments() { e.segmentsAll = true }
 
 // Members returns how many persons are in the segment with ref.
 func (e *Engine) Members(ref string) int { return e.segCount[ref] }

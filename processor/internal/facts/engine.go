@@ -315,6 +315,7 @@ type Engine struct {
 	// hot days' spans and the engine's row as last output; stateAll
 	// outputs every row.
 	stateDirty   map[*node]bool
+	membersDirty map[Ref]bool // persons whose membership changed
 	summaryDirty map[int32]bool
 	hotOut       map[int32][2]int64
 	residentsOut map[int32]uint64
@@ -395,6 +396,7 @@ func New(cfg Config) (*Engine, error) {
 		eraseVisits:     map[int32][]Ref{},
 		erasing:         map[int32]map[Ref]bool{},
 		stateDirty:      map[*node]bool{},
+		membersDirty:    map[Ref]bool{},
 		summaryDirty:    map[int32]bool{},
 		hotOut:          map[int32][2]int64{},
 		residentsOut:    map[int32]uint64{},

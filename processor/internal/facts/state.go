@@ -41,6 +41,9 @@ const (
 	// StateEngine is the engine's own (Ref and Sub zero): which days are
 	// final.
 	StateEngine StateKind = 'e'
+	// StateMembers is a person's membership (Ref: the person), the
+	// segments it is in; a person in none has no row.
+	StateMembers StateKind = 'm'
 )
 
 // stateVersion is the first byte of every row's data.
@@ -147,6 +150,10 @@ type Restoring struct {
 	hot     []int32
 	// residents are, by cold day, the visits whose events were in memory.
 	residents map[int32][]Ref
+	// members: the rows hold the persons' memberships (the engine row
+	// says so); lists shares equal ones.
+	members bool
+	lists   map[string][]string
 }
 
 // NewRestoring starts restoring an engine with cfg.
@@ -155,7 +162,8 @@ func NewRestoring(cfg Config) (*Restoring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Restoring{e: e, residents: map[int32][]Ref{}, clients: map[string]*Client{}, touches: map[string]*channels.Touch{}}, nil
+	return &Restoring{e: e, residents: map[int32][]Ref{}, clients: map[string]*Client{}, touches: map[string]*channels.Touch{},
+		lists: map[string][]string{}}, nil
 }
 
 // Add restores one row; its Data is not kept.
@@ -178,10 +186,34 @@ func (rs *Restoring) Add(r *StateRow) error {
 		if n.kind == KindUser {
 			e.users[n.raw] = n
 		}
-		// Computed by Settle, as a new node is: the rows the tables hold
-		// (the persons' hashes; the claimed browsers, Finish) are then
-		// known.
-		e.dirtyPersons[n] = true
+		return nil
+	case StateMembers:
+		d.version()
+		mem, ok := rs.lists[string(d.b)]
+		if !ok {
+			key := string(d.b)
+			mem = make([]string, d.count())
+			for i := range mem {
+				mem[i] = d.interned(e)
+			}
+			rs.lists[key] = mem
+		} else {
+			d.b = nil
+		}
+		if err := d.done(r); err != nil {
+			return err
+		}
+		if len(mem) == 0 {
+			return fmt.Errorf("state row %s: a membership in no segment", r)
+		}
+		b := Bucket(r.Ref)
+		if _, dup := e.bx.members[b][r.Ref]; dup {
+			return fmt.Errorf("state row %s: a second membership of the person", r)
+		}
+		e.bx.members[b][r.Ref] = mem
+		for _, s := range mem {
+			e.segCount[s]++
+		}
 		return nil
 	case StateSummary:
 		day := subDay(r.Sub)
@@ -224,6 +256,8 @@ func (rs *Restoring) Add(r *StateRow) error {
 		d.version()
 		e.final = d.byte() == 1
 		e.finalThrough = int32(d.varint())
+		// Rows written before the memberships were have no flags.
+		rs.members = len(d.b) > 0 && d.byte()&engineHoldsMembers != 0
 	default:
 		return fmt.Errorf("state row %s: unknown kind", r)
 	}
@@ -250,6 +284,31 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 			e.dirtyIdentity[n] = true // claimed: an identities row
 		}
 	}
+	if rs.members {
+		// The persons' rows are in the tables and their memberships in
+		// the state rows: a person is computed when something changes
+		// it, and its first row is output then (the hash of the row
+		// stored is not known: unknownHash).
+		for _, n := range e.nodes {
+			if isPerson(n) {
+				e.bx.persons[Bucket(n.ref)][n.ref] = unknownHash
+			}
+		}
+		for b := range Buckets {
+			for ref := range e.bx.members[b] {
+				if n := e.nodes[ref]; n == nil || !isPerson(n) {
+					return nil, nil, nil, fmt.Errorf("state row %s: the membership of a part that is not a person", &StateRow{Ref: ref, Kind: StateMembers})
+				}
+			}
+		}
+	} else {
+		// Rows written before the memberships were: every person is
+		// computed, as after a fold, and the next Flush writes every row.
+		for _, n := range e.nodes {
+			e.dirtyPersons[n] = true
+		}
+		e.stateAll = true
+	}
 	days := slices.Clone(rs.hot)
 	for d := range rs.residents {
 		if e.cold[d] != nil {
@@ -261,8 +320,9 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 	}
 	slices.Sort(days)
 	days = slices.Compact(days)
-	// Every person is computed once here, as Settle does (the thaw's
-	// compute would keep every person's row for output).
+	// The claims (and, from rows without memberships, every person) are
+	// computed here, as Settle does: the thaw's compute would keep the
+	// persons' rows for output.
 	e.settling = true
 	e.compute()
 	e.settling = false
@@ -277,6 +337,15 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 	}
 	return e, days, th, nil
 }
+
+// engineHoldsMembers is the engine row's flag saying that the state rows
+// hold the persons' memberships (StateMembers).
+const engineHoldsMembers = 1
+
+// unknownHash is the row hash of a person restored from state rows (no
+// row hashes to 0, see personState.hash): its next compute outputs its
+// row.
+const unknownHash = 0
 
 // restoreClaim sets browser b's claim from its sign-ins, as reclaim
 // does, marking nothing: the stored rows show it.
@@ -458,6 +527,16 @@ func appendSummary(b []byte, status byte, lo, hi int64, c *coldDay) []byte {
 	return b
 }
 
+// appendMembers encodes a membership: the count and the segments' refs.
+func appendMembers(b []byte, mem []string) []byte {
+	b = append(b, stateVersion)
+	b = binary.AppendUvarint(b, uint64(len(mem)))
+	for _, s := range mem {
+		b = appendString(b, s)
+	}
+	return b
+}
+
 // appendResidents appends the ids of a cold day's residents' visits.
 func appendResidents(b []byte, ids []Ref) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
@@ -621,11 +700,14 @@ func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
 		}
 		n.days = append(n.days, numDay{num: num, pd: d.partDay(e)})
 	}
-	for range d.count() {
-		id := d.ref()
-		t := d.touchInfo(e)
-		t.id = id
-		n.frozen = append(n.frozen, t)
+	if k := d.count(); k > 0 {
+		n.frozen = make([]touchInfo, 0, k)
+		for range k {
+			id := d.ref()
+			t := d.touchInfo(e)
+			t.id = id
+			n.frozen = append(n.frozen, t)
+		}
 	}
 	for range d.count() {
 		u := d.ref()
@@ -760,7 +842,19 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 				add(StateRow{Ref: n.ref, Kind: StateNode, Data: appendNode(nil, n)})
 			}
 		}
+		for b := range Buckets {
+			for ref, mem := range e.bx.members[b] {
+				add(StateRow{Ref: ref, Kind: StateMembers, Data: appendMembers(nil, mem)})
+			}
+		}
 	} else {
+		for ref := range e.membersDirty {
+			r := StateRow{Ref: ref, Kind: StateMembers}
+			if mem, ok := e.bx.members[Bucket(ref)][ref]; ok {
+				r.Data = appendMembers(nil, mem)
+			}
+			add(r)
+		}
 		// An erased part's ref may be a new part's again.
 		byRef := make(map[Ref]*node, len(e.stateDirty))
 		for n := range e.stateDirty {
@@ -856,6 +950,7 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 		eng[1] = 1
 	}
 	eng = binary.AppendVarint(eng, int64(e.finalThrough))
+	eng = append(eng, engineHoldsMembers)
 	if whole || !bytes.Equal(eng, e.engineOut) {
 		ch.StateDays = append(ch.StateDays, StateRow{Kind: StateEngine, Data: eng})
 	}
@@ -864,6 +959,7 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 		return
 	}
 	clear(e.stateDirty)
+	clear(e.membersDirty)
 	clear(e.summaryDirty)
 	e.hotOut = hot
 	e.residentsOut = resSum
@@ -879,6 +975,10 @@ func (e *Engine) restoreState(ch *Changes) {
 	}
 	for _, rows := range ch.State {
 		for _, r := range rows {
+			if r.Kind == StateMembers {
+				e.membersDirty[r.Ref] = true
+				continue
+			}
 			if n := e.nodes[r.Ref]; n != nil {
 				e.stateDirty[n] = true
 			} else {
