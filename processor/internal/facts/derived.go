@@ -169,6 +169,7 @@ type personUpdate struct {
 func (e *Engine) recomputePersons(forceMembers bool) {
 	ups := make([]personUpdate, 0, len(e.dirtyPersons))
 	for p := range e.dirtyPersons {
+		e.open(p) // before the tasks: opening a part changes the engine
 		ups = append(ups, personUpdate{p: p})
 	}
 	const chunk = 256

@@ -718,6 +718,7 @@ func (e *Engine) derive(ev *Event) {
 // nodeFor returns the node of kind and raw id, creating it.
 func (e *Engine) nodeFor(kind byte, raw string, ref Ref) *node {
 	if n, ok := e.nodes[ref]; ok {
+		e.open(n)
 		return n
 	}
 	n := &node{ref: ref, kind: kind, raw: raw}
@@ -740,6 +741,7 @@ func (e *Engine) browser(ref Ref) *node {
 
 func (e *Engine) user(uid string) *node {
 	if n, ok := e.users[uid]; ok {
+		e.open(n)
 		return n
 	}
 	uid = strings.Clone(uid) // uid may point into a batch or an arena

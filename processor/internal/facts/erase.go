@@ -19,6 +19,7 @@ func (e *Engine) personNode(ref Ref) *node {
 	if n == nil || n.kind == KindVisitor {
 		return nil
 	}
+	e.open(n)
 	return personOf(n)
 }
 
@@ -109,6 +110,7 @@ func (e *Engine) alone(p *node, mem []*node) bool {
 	if len(ids) == 0 {
 		return true
 	}
+	e.openAll() // the touches of every part
 	for _, n := range e.nodes {
 		if set[n] {
 			continue

@@ -306,6 +306,14 @@ func (e *Engine) build(all bool) *Changes {
 		}
 	}
 	for b := range Buckets {
+		if all || e.wholePeople[b] {
+			// Before the tasks: opening a part changes the engine.
+			for ref := range e.bx.persons[b] {
+				e.open(e.nodes[ref])
+			}
+		}
+	}
+	for b := range Buckets {
 		switch {
 		case all || e.wholePeople[b]:
 			tasks = append(tasks, func() {

@@ -154,6 +154,8 @@ type Restoring struct {
 	// says so); lists shares equal ones.
 	members bool
 	lists   map[string][]string
+	// v1: a part's row is of the first format (written whole again).
+	v1 bool
 }
 
 // NewRestoring starts restoring an engine with cfg.
@@ -172,6 +174,9 @@ func (rs *Restoring) Add(r *StateRow) error {
 	d := stateDecoder{b: r.Data, clients: rs.clients, touches: rs.touches}
 	switch r.Kind {
 	case StateNode:
+		if len(r.Data) > 0 && r.Data[0] == stateVersion {
+			rs.v1 = true
+		}
 		n := d.node(e, r.Ref, &rs.signIns)
 		if err := d.done(r); err != nil {
 			return err
@@ -283,6 +288,11 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 			e.restoreClaim(n)
 			e.dirtyIdentity[n] = true // claimed: an identities row
 		}
+	}
+	if rs.v1 {
+		// Parts of the first format: the next Flush writes every row in
+		// the current one, which a restore keeps encoded.
+		e.stateAll = true
 	}
 	if rs.members {
 		// The persons' rows are in the tables and their memberships in
@@ -455,12 +465,39 @@ type stateSignIn struct {
 	at      evKey
 }
 
-// appendNode encodes a part: version, kind, raw id; its days (number,
-// activity); its cold visits' touches (visit id, touch); its sign-ins
-// (user ref, time and event id).
+// nodeVersion is the first byte of a part's row: 2 has the sign-ins
+// before the body, so that a restore can keep the body encoded (1, the
+// first format, had them after it).
+const nodeVersion = 2
+
+// appendNode encodes a part: version, kind, raw id; its sign-ins (user
+// ref, time and event id); then its body (appendNodeBody), as restored
+// when the part was not opened since.
 func appendNode(b []byte, n *node) []byte {
-	b = append(b, stateVersion, n.kind)
+	b = append(b, nodeVersion, n.kind)
 	b = appendString(b, n.raw)
+	users := make([]*node, 0, len(n.signIns))
+	for u := range n.signIns {
+		users = append(users, u)
+	}
+	slices.SortFunc(users, func(a, b *node) int { return bytesCompare16(&a.ref, &b.ref) })
+	b = binary.AppendUvarint(b, uint64(len(users)))
+	for _, u := range users {
+		b = append(b, u.ref[:]...)
+		b = appendEvKey(b, n.signIns[u])
+	}
+	if n.enc != nil {
+		if len(n.days) > 0 || len(n.frozen) > 0 {
+			panic(fmt.Sprintf("facts: part %x was changed before it was opened", n.ref[:]))
+		}
+		return append(b, n.enc...)
+	}
+	return appendNodeBody(b, n)
+}
+
+// appendNodeBody encodes a part's days (number, activity) and its cold
+// visits' touches (visit id, touch).
+func appendNodeBody(b []byte, n *node) []byte {
 	b = binary.AppendUvarint(b, uint64(len(n.days)))
 	for _, d := range n.days {
 		b = binary.AppendVarint(b, int64(d.num))
@@ -473,16 +510,6 @@ func appendNode(b []byte, n *node) []byte {
 	for _, t := range n.frozen {
 		b = append(b, t.id[:]...)
 		b = appendTouchInfo(b, t)
-	}
-	users := make([]*node, 0, len(n.signIns))
-	for u := range n.signIns {
-		users = append(users, u)
-	}
-	slices.SortFunc(users, func(a, b *node) int { return bytesCompare16(&a.ref, &b.ref) })
-	b = binary.AppendUvarint(b, uint64(len(users)))
-	for _, u := range users {
-		b = append(b, u.ref[:]...)
-		b = appendEvKey(b, n.signIns[u])
 	}
 	return b
 }
@@ -683,14 +710,102 @@ func (d *stateDecoder) ref() Ref {
 	return r
 }
 
-// node decodes a part's row (appendNode); its sign-ins go to signIns.
+// node decodes a part's row (appendNode); its sign-ins go to signIns. Its
+// body stays encoded (node.enc), checked, until the part is opened.
 func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
-	d.version()
+	v := d.byte()
+	if v == stateVersion {
+		return d.nodeV1(e, ref, signIns)
+	}
+	if v != nodeVersion {
+		d.fail(fmt.Sprintf("part format %d", v))
+		return &node{ref: ref}
+	}
 	n := &node{ref: ref, kind: d.byte()}
 	n.raw = d.string()
 	if n.kind == KindUser {
 		n.raw = e.in.get(n.raw)
 	}
+	for range d.count() {
+		u := d.ref()
+		*signIns = append(*signIns, stateSignIn{browser: n, user: u, at: d.evKey()})
+	}
+	body := d.b
+	d.skipNodeBody()
+	if d.err == nil {
+		n.enc = bytes.Clone(body)
+	}
+	return n
+}
+
+// open decodes the bodies of part n and of the parts its sign-ins link
+// it to, directly or not (a person's parts, and every part whose claim
+// depends on the same sign-ins), so that what the engine reaches through
+// the links between parts is decoded. The bodies were checked when
+// restored.
+func (e *Engine) open(n *node) {
+	if n.enc == nil {
+		return
+	}
+	queue := []*node{n}
+	for len(queue) > 0 {
+		p := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if p.enc == nil {
+			continue
+		}
+		if len(p.days) > 0 || len(p.frozen) > 0 {
+			panic(fmt.Sprintf("facts: part %x was changed before it was opened", p.ref[:]))
+		}
+		d := stateDecoder{b: p.enc}
+		p.enc = nil
+		d.nodeBody(e, p)
+		if d.err != nil {
+			panic(fmt.Sprintf("facts: the state of part %x, checked when restored, does not decode: %v", p.ref[:], d.err))
+		}
+		for u := range p.signIns {
+			queue = append(queue, u)
+		}
+		for b := range p.signed {
+			queue = append(queue, b)
+		}
+		for b := range p.claimed {
+			queue = append(queue, b)
+		}
+		if p.claimer != nil {
+			queue = append(queue, p.claimer)
+		}
+	}
+}
+
+// openAll decodes every part's body.
+func (e *Engine) openAll() {
+	for _, n := range e.nodes {
+		e.open(n)
+	}
+}
+
+// nodeV1 decodes a part's row of the first format: kind, raw, body,
+// sign-ins.
+func (d *stateDecoder) nodeV1(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
+	n := &node{ref: ref, kind: d.byte()}
+	n.raw = d.string()
+	if n.kind == KindUser {
+		n.raw = e.in.get(n.raw)
+	}
+	d.nodeBody(e, n)
+	for range d.count() {
+		u := d.ref()
+		*signIns = append(*signIns, stateSignIn{browser: n, user: u, at: d.evKey()})
+	}
+	if d.err != nil {
+		n.days, n.frozen = nil, nil
+	}
+	return n
+}
+
+// nodeBody decodes a part's body (appendNodeBody) into n.
+func (d *stateDecoder) nodeBody(e *Engine, n *node) {
 	days := d.count()
 	n.days = make(partDays, 0, days)
 	for range days {
@@ -709,14 +824,67 @@ func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
 			n.frozen = append(n.frozen, t)
 		}
 	}
+}
+
+// skipNodeBody passes a part's body (appendNodeBody), checking it as
+// nodeBody would decode it, without keeping anything.
+func (d *stateDecoder) skipNodeBody() {
+	days := d.count()
+	last := int32(math.MinInt32)
+	for i := range days {
+		num := int32(d.varint())
+		if i > 0 && num <= last {
+			d.fail("days out of order")
+		}
+		last = num
+		d.skipPartDay()
+	}
 	for range d.count() {
-		u := d.ref()
-		*signIns = append(*signIns, stateSignIn{browser: n, user: u, at: d.evKey()})
+		d.ref()
+		d.version()
+		d.varint()
+		if d.byte() == 1 {
+			d.skipStrings(10)
+		}
+		d.skipStrings(1)
+		d.uint64()
+		d.byte()
+		d.byte()
 	}
-	if d.err != nil {
-		n.days, n.frozen = nil, nil
+}
+
+func (d *stateDecoder) skipPartDay() {
+	d.version()
+	for range 4 {
+		d.evKey()
 	}
-	return n
+	for range 3 {
+		d.varint()
+	}
+	d.skipStrings(1)
+	if d.byte()&1 != 0 {
+		d.skipStrings(7)
+	}
+	if d.byte() != 1 {
+		return
+	}
+	for range d.count() {
+		d.skipStrings(1)
+		d.varint()
+	}
+	d.evKey()
+	d.skipStrings(1)
+	for range d.count() {
+		d.skipStrings(1)
+		d.varint()
+	}
+	for range d.count() {
+		d.evKey()
+		d.skipStrings(2)
+	}
+	for range d.count() {
+		d.varint()
+	}
 }
 
 func (d *stateDecoder) client(e *Engine) *Client {

@@ -29,6 +29,10 @@ type node struct {
 
 	// Part role.
 	days partDays
+	// enc is, on a part restored from its state row and not opened since
+	// (Engine.open), its days and frozen touches still encoded (the
+	// row's body, appendNodeBody): days and frozen are empty meanwhile.
+	enc []byte
 
 	// Marks of the dirty sets it is in (Engine.markUnit, markPart).
 	markUnit, markPart uint32
