@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -436,20 +437,44 @@ func stateRecord(alloc memory.Allocator, rows []facts.StateRow, rev int64) arrow
 func scanState(ctx context.Context, sn *rollups.Snapshot, add func(*facts.StateRow) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var parts []string
+	if ts := sn.Manifest().Table(TableState); ts != nil {
+		parts = ts.PartitionNames()
+	}
+	// Two readers, each on every other partition (the rows may come in
+	// any order): reading and merging a partition's files is most of a
+	// restore, and the decoding beside them takes less than one reader.
+	const readers = 2
 	recs := make(chan arrow.Record, 4)
-	scanErr := make(chan error, 1)
+	scanErr := make(chan error, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		var mine []string
+		for j := i; j < len(parts); j += readers {
+			mine = append(mine, parts[j])
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scanErr <- sn.Scan(ctx, TableState, rollups.ScanOptions{Uncached: true, Partitions: mine}, func(b rollups.Batch) error {
+				b.Record.Retain()
+				select {
+				case recs <- b.Record:
+					return nil
+				case <-ctx.Done():
+					b.Record.Release()
+					return ctx.Err()
+				}
+			})
+		}()
+	}
 	go func() {
-		defer close(recs)
-		scanErr <- sn.Scan(ctx, TableState, rollups.ScanOptions{Uncached: true}, func(b rollups.Batch) error {
-			b.Record.Retain()
-			select {
-			case recs <- b.Record:
-				return nil
-			case <-ctx.Done():
-				b.Record.Release()
-				return ctx.Err()
-			}
-		})
+		wg.Wait()
+		close(recs)
+		close(scanErr)
 	}()
 	var err error
 	for rec := range recs {
@@ -461,7 +486,10 @@ func scanState(ctx context.Context, sn *rollups.Snapshot, add func(*facts.StateR
 		}
 		rec.Release()
 	}
-	return cmp.Or(err, <-scanErr)
+	for e := range scanErr {
+		err = cmp.Or(err, e)
+	}
+	return err
 }
 
 // addStateRows gives add the rows of a record of the state table.

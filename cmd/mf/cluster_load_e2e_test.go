@@ -356,8 +356,21 @@ func killArm(t testing.TB, minio string, cfg clusterLoadConfig) killFigures {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the reporting API counts %d people 3 minutes after the load, want %d (one per accepted batch); mf process:\n%s",
-				k.Counted, k.Accepted, tail(proc.out.String(), 4000))
+			// Where they went: the log holds each accepted batch once
+			// (a resend is a duplicate), and the processor's counters say
+			// what it read and applied.
+			st := batchesStream(t, cl).State
+			code, _, metrics := do(t, "GET", proc.admin+"/metrics", nil)
+			var lines []string
+			for _, l := range strings.Split(string(metrics), "\n") {
+				if strings.HasPrefix(l, "mf_processor_") && !strings.Contains(l, "_bucket") {
+					lines = append(lines, l)
+				}
+			}
+			t.Fatalf("the reporting API counts %d people 3 minutes after the load, want %d (one per accepted batch); "+
+				"the batches stream holds %d messages (sequences %d to %d); mf process's /metrics (%d):\n%s\nmf process:\n%s\nmf api:\n%s",
+				k.Counted, k.Accepted, st.Msgs, st.FirstSeq, st.LastSeq, code, strings.Join(lines, "\n"),
+				tail(proc.out.String(), 4000), tail(rep.out.String(), 2000))
 		}
 		time.Sleep(time.Second) // the API allows 120 requests a minute
 	}

@@ -681,12 +681,31 @@ func (d *stateDecoder) interned(e *Engine) string {
 
 // skipStrings passes n strings and returns the bytes they took.
 func (d *stateDecoder) skipStrings(n int) []byte {
-	start := d.b
+	// Inline, not through count: a restore passes every string of every
+	// part's body (skipNodeBody), nearly all shorter than 128 bytes.
+	b, i := d.b, 0
 	for range n {
-		k := d.count()
-		d.b = d.b[k:]
+		var k uint64
+		for shift := uint(0); ; shift += 7 {
+			if i >= len(b) || shift > 63 {
+				d.fail("string length")
+				return nil
+			}
+			c := b[i]
+			i++
+			k |= uint64(c&0x7f) << shift
+			if c < 0x80 {
+				break
+			}
+		}
+		if k > uint64(len(b)-i) {
+			d.fail("string")
+			return nil
+		}
+		i += int(k)
 	}
-	return start[:len(start)-len(d.b)]
+	d.b = b[i:]
+	return b[:i]
 }
 
 func (d *stateDecoder) evKey() evKey {
