@@ -91,6 +91,10 @@ func recordsOf(alloc memory.Allocator, ch *facts.Changes, segs []segmentBuild, r
 	if rows := ch.StateDays; ch.StateWhole || len(rows) > 0 {
 		keyed(TableState, tables.StatePartitionDays, len(rows), ch.StateWhole, func() arrow.Record { return stateRecord(alloc, rows, rev) })
 	}
+	for _, d := range sortedKeys(ch.Activity) {
+		rows := ch.Activity[d]
+		add(TableActivity, facts.DayName(d), len(rows), func() arrow.Record { return activityRecord(alloc, rows) })
+	}
 	if segs != nil {
 		add(TableSegments, segmentsPartition, len(segs), func() arrow.Record { return segmentsRecord(alloc, segs) })
 	}

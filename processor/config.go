@@ -67,6 +67,9 @@ type Config struct {
 	// stateRoundTrip (tests) has every load restore the project from the
 	// state rows of the engine it folded (facts.Engine.State).
 	stateRoundTrip bool
+	// checkActivity (tests) has every Flush check the engine's day sets
+	// of active persons (facts.Config.CheckActivity).
+	checkActivity bool
 	// foldOnly (tests) has every load fold the events table, whatever the
 	// state table holds.
 	foldOnly bool

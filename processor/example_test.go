@@ -19,6 +19,7 @@ func ExampleTables() {
 		fmt.Println(n, tables[n].SortKey)
 	}
 	// Output:
+	// activity [kind]
 	// conversions [action time event_id]
 	// events [unit time id]
 	// identities [unit]

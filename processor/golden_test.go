@@ -132,6 +132,7 @@ func (c *goldenCase) engineWith(t testing.TB, workers int) *facts.Engine {
 		Classifier:        cl,
 		VisitTimeout:      30 * time.Minute,
 		BuildWorkers:      workers,
+		CheckActivity:     true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -703,15 +703,16 @@ func engineConfig(id string, st *catalog.State, cl *channels.Classifier, timeout
 // load builds a project's state from its tables: the events table is read
 // and folded again, with the matches it was first processed with.
 func (p *Processor) load(ctx context.Context, id string) (*project, error) {
-	return p.loadWith(ctx, id, nil)
+	return p.loadWith(ctx, id, nil, nil)
 }
 
 // loadWith builds a project's state from its tables, folding the events
 // table again, or, with rows (the engine's state rows as of the tables'
 // checkpoint, facts.Engine.State), restoring them and reading back only
 // the days that were in memory.
-func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateRow) (*project, error) {
+func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateRow, act map[int32][]facts.ActivityRow) (*project, error) {
 	cfg, known := engineConfig(id, p.deps.Catalog.State(), p.cl, p.cfg.VisitTimeout)
+	cfg.CheckActivity = p.cfg.checkActivity
 	if !known && !p.unknownWarned[id] {
 		p.unknownWarned[id] = true
 		p.logger.Warn("batch of a project the catalog does not know; using UTC and EUR", "project", id)
@@ -744,11 +745,22 @@ func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateR
 				}
 			}
 			return nil
+		}, func(rs *facts.Restoring) error {
+			for d, day := range act {
+				for _, r := range day {
+					if err := rs.Activity(d, r.Kind, r.People); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 	case cp.State && !p.cfg.stateRoundTrip && !p.cfg.foldOnly:
 		how = "restored"
 		e, n, err = p.restoreState(ctx, id, sn, cfg, func(add func(*facts.StateRow) error) error {
 			return scanState(ctx, sn, add)
+		}, func(rs *facts.Restoring) error {
+			return scanActivity(ctx, sn, rs)
 		})
 	default:
 		if e, err = facts.New(cfg); err != nil {
@@ -798,7 +810,7 @@ func (p *Processor) loadWith(ctx context.Context, id string, rows []facts.StateR
 	}
 	if p.cfg.stateRoundTrip && rows == nil {
 		// Tests: load again from the state rows of the engine just folded.
-		return p.loadWith(ctx, id, e.State())
+		return p.loadWith(ctx, id, e.State(), e.ActivityRows())
 	}
 	if m.Version > 0 {
 		p.logger.Info("project state rebuilt from its tables", "project", id, "how", how, "events", n, "checkpoint", cp.Seq,
@@ -830,12 +842,16 @@ func (p *Processor) checkRestored(ctx context.Context, id string, e *facts.Engin
 // restoreState returns an engine restored from state rows, with the days
 // that were in memory read back from the events table, and how many
 // events it read.
-func (p *Processor) restoreState(ctx context.Context, id string, sn *rollups.Snapshot, cfg facts.Config, rows func(add func(*facts.StateRow) error) error) (*facts.Engine, int64, error) {
+func (p *Processor) restoreState(ctx context.Context, id string, sn *rollups.Snapshot, cfg facts.Config, rows func(add func(*facts.StateRow) error) error,
+	activity func(*facts.Restoring) error) (*facts.Engine, int64, error) {
 	rs, err := facts.NewRestoring(cfg)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := rows(rs.Add); err != nil {
+		return nil, 0, err
+	}
+	if err := activity(rs); err != nil {
 		return nil, 0, err
 	}
 	e, days, th, err := rs.Finish()

@@ -30,6 +30,7 @@ const (
 	TableMembers     = tables.Members
 	TableSegments    = tables.Segments
 	TableState       = tables.State
+	TableActivity    = tables.Activity
 )
 
 // segmentsPartition is the one partition of the segments table.
@@ -429,6 +430,52 @@ func stateRecord(alloc memory.Allocator, rows []facts.StateRow, rev int64) arrow
 			b.keyedRow(rev, r.Data == nil)
 		}
 	})
+}
+
+// activityRecord builds a day's partition of the activity table.
+func activityRecord(alloc memory.Allocator, rows []facts.ActivityRow) arrow.Record {
+	return buildRecordMeasured(alloc, tables.ActivitySchema, len(rows), false, func(b *builder) {
+		for _, r := range rows {
+			b.row()
+			b.strReq(r.Kind)
+			b.ts(r.Start)
+			b.i64(int64(r.Count))
+			b.next().(*array.BinaryBuilder).Append(r.People)
+		}
+	})
+}
+
+// scanActivity gives rs the sets of every day of the snapshot's activity
+// table (facts.Restoring.Activity).
+func scanActivity(ctx context.Context, sn *rollups.Snapshot, rs *facts.Restoring) error {
+	if sn.Manifest().Table(TableActivity) == nil {
+		return nil
+	}
+	cols := []string{tables.ColKind, tables.ColPeople}
+	err := sn.Scan(ctx, TableActivity, rollups.ScanOptions{Uncached: true, Columns: cols}, func(b rollups.Batch) error {
+		day, err := facts.ParseDay(b.Partition)
+		if err != nil {
+			return fmt.Errorf("activity partition %q: %w", b.Partition, err)
+		}
+		c, err := tables.ColumnsOf(b.Record, cols)
+		if err != nil {
+			return err
+		}
+		people, ok := c[1].(*array.Binary)
+		if !ok {
+			return fmt.Errorf("activity partition %q: column %s is %s, not binary", b.Partition, tables.ColPeople, c[1].DataType())
+		}
+		for i := range int(b.Record.NumRows()) {
+			if err := rs.Activity(day, tables.StrAt(c[0], i), people.Value(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot read the activity table: %w", err)
+	}
+	return nil
 }
 
 // scanState gives add every live row of the snapshot's state table. The

@@ -64,6 +64,8 @@ const (
 	ColKind          = "kind"
 	ColSub           = "sub"
 	ColData          = "data"
+	ColCount         = "count"
+	ColPeople        = "people"
 	ColReferrer      = "referrer"
 	ColReferrerHost  = "referrer_host"
 	ColReferrerName  = "referrer_name"

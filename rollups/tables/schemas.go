@@ -185,6 +185,18 @@ var StateSchema = arrow.NewSchema([]arrow.Field{
 	field(rollups.DeletedColumn, boolean, false),
 }, nil)
 
+// ActivitySchema is the table of the persons active per day (partition:
+// the day): a row per kind of set (people, known, new, buyers), the
+// day's first moment in the zone it was cut in, the set's size and its
+// members, person numbers as a roaring bitmap in its portable format
+// (docs/rollups.md, "Activity").
+var ActivitySchema = arrow.NewSchema([]arrow.Field{
+	field(ColKind, str, false),
+	field(ColStart, tsType, false),
+	field(ColCount, i64, false),
+	field(ColPeople, arrow.BinaryTypes.Binary, false),
+}, nil)
+
 var SegmentsSchema = arrow.NewSchema([]arrow.Field{
 	field(ColSegment, str, false),
 	field(ColID, str, false),

@@ -11,6 +11,9 @@ const (
 	Identities  = "identities"
 	Members     = "segment_members"
 	Segments    = "segments"
+	// Activity holds, per day, the sets of persons active on it (as
+	// person numbers, roaring bitmaps): docs/rollups.md, "Activity".
+	Activity = "activity"
 	// State is the processor's own: no reader but the processor reads
 	// it, and it is not part of the reporting data.
 	State = "processor_state"
@@ -23,7 +26,7 @@ const StatePartitionDays = "days"
 
 // Names returns the names of every table, in the order above.
 func Names() []string {
-	return []string{Events, Visits, Conversions, People, Identities, Members, Segments}
+	return []string{Events, Visits, Conversions, People, Identities, Members, Segments, Activity}
 }
 
 // EventsRowGroupRows is the row group size of the events table: the
@@ -50,6 +53,7 @@ func All() map[string]*rollups.Table {
 			NoDictionary: []string{ColUnit, ColClaimedAt}, Key: []string{ColUnit}},
 		Members:  {Name: Members, Schema: MembersSchema, SortKey: []string{ColSegment, ColPerson}, Key: []string{ColSegment, ColPerson}},
 		Segments: {Name: Segments, Schema: SegmentsSchema, SortKey: []string{ColSegment}},
+		Activity: {Name: Activity, Schema: ActivitySchema, SortKey: []string{ColKind}, NoDictionary: []string{ColPeople}},
 		State: {Name: State, Schema: StateSchema, SortKey: []string{ColRef, ColKind, ColSub},
 			NoDictionary: []string{ColRef, ColSub, ColData}, Key: []string{ColRef, ColKind, ColSub}},
 	}

@@ -160,6 +160,7 @@ type personUpdate struct {
 	hash       uint64       // of state's row
 	members    []string
 	setMembers bool
+	days       []actDay // the person's days (personDays)
 }
 
 // recomputePersons updates the cached rows and memberships of the dirty
@@ -183,9 +184,11 @@ func (e *Engine) recomputePersons(forceMembers bool) {
 		})
 	}
 	runParallel(tasks, e.cfg.BuildWorkers)
+	defer clear(e.actShrink)
 	for i := range ups {
 		u := &ups[i]
 		b := Bucket(u.p.ref)
+		e.applyActivity(u.p, isPerson(u.p), u.days)
 		if !isPerson(u.p) {
 			if _, ok := e.bx.persons[b][u.p.ref]; ok {
 				delete(e.bx.persons[b], u.p.ref)
@@ -211,6 +214,7 @@ func (e *Engine) computePersonUpdate(u *personUpdate, forceMembers bool) {
 	if !isPerson(u.p) {
 		return
 	}
+	u.days = personDays(u.p)
 	old, had := e.bx.persons[Bucket(u.p.ref)][u.p.ref]
 	f := e.computePerson(u.p)
 	st := newPersonState(f)

@@ -44,6 +44,10 @@ type Config struct {
 	// BuildWorkers is how many goroutines a Flush builds the rows of its
 	// partitions on; 0 means GOMAXPROCS, 1 builds them on the caller's.
 	BuildWorkers int
+	// CheckActivity (tests) has every Flush compare the day sets with
+	// those computed from every person (Engine.CheckActivity), and panic
+	// when they differ.
+	CheckActivity bool
 }
 
 // Validate reports what in c is unusable.
@@ -325,6 +329,16 @@ type Engine struct {
 	// output.
 	settling bool
 
+	// The day sets of the persons active (activity.go): act by day;
+	// actDirty the days whose rows to output; actShrink the persons
+	// whose days may have gone (looked up in every day); nextNum the
+	// last person number given; actWhole: output every day.
+	act       map[int32]*dayActivity
+	actDirty  map[int32]bool
+	actShrink map[*node]bool
+	nextNum   uint32
+	actWhole  bool
+
 	bx       bucketIndex
 	seed     maphash.Seed   // of the persons' row hashes (bucketIndex)
 	segCount map[string]int // members per segment ref
@@ -400,7 +414,13 @@ func New(cfg Config) (*Engine, error) {
 		summaryDirty:    map[int32]bool{},
 		hotOut:          map[int32][2]int64{},
 		residentsOut:    map[int32]uint64{},
+		act:             map[int32]*dayActivity{},
+		actDirty:        map[int32]bool{},
+		actShrink:       map[*node]bool{},
 	}
+	// A new engine's day sets replace the stored ones (its numbers are
+	// its own); a restore keeps them (Restoring.Finish).
+	e.actWhole = true
 	e.bucketsInit()
 	e.seed = maphash.MakeSeed()
 	e.epochUnits, e.epochParts, e.epochSessions = 1, 1, 1

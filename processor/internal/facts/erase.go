@@ -245,6 +245,9 @@ func (e *Engine) Erase(ref Ref) (person Ref, events int, ok bool) {
 	// Their activity, cold visits' touches and sign-ins go; the browsers
 	// they signed in on are claimed again by whoever else did.
 	for _, n := range mem {
+		if len(n.days) > 0 {
+			e.actShrink[p] = true // its days go
+		}
 		n.days = nil
 		n.frozen = nil
 		e.markPart(n)

@@ -57,6 +57,12 @@ func (e *Engine) Flush() *Changes {
 	e.compute()
 	ch := e.build(false)
 	e.stateChanges(ch, false)
+	e.checkActivity()
+	// The day sets are output even after a Settle: a new engine's
+	// numbers are not those of the sets stored.
+	ch.Activity, ch.WholeActivity = e.activityRows(false), e.actWhole
+	clear(e.actDirty)
+	e.actWhole = false
 	e.clearOutputs()
 	if len(e.eraseRows) > 0 || len(e.eraseVisits) > 0 {
 		ch.EraseRows = make(map[int32][]Ref, len(e.eraseRows))
@@ -80,6 +86,8 @@ func (e *Engine) All() *Changes {
 	e.compute()
 	ch := e.build(true)
 	e.stateChanges(ch, true)
+	e.checkActivity()
+	ch.Activity, ch.WholeActivity = e.activityRows(true), true
 	return ch
 }
 
@@ -151,6 +159,12 @@ func (e *Engine) Restore(ch *Changes) {
 		}
 	}
 	e.restoreState(ch)
+	for d := range ch.Activity {
+		e.actDirty[d] = true
+	}
+	if ch.WholeActivity {
+		e.actWhole = true
+	}
 	for b := range ch.People {
 		e.wholePeople[b] = true
 	}
@@ -169,7 +183,7 @@ func (e *Engine) Dirty() bool {
 		len(e.wholePeople) > 0 || len(e.wholeIdentities) > 0 || len(e.wholeMembers) > 0 || len(e.dirtyUnits) > 0 ||
 		len(e.dirtySessions) > 0 || len(e.dirtyBrowsers) > 0 || len(e.dirtyParts) > 0 ||
 		len(e.dirtyPersons) > 0 || len(e.dirtyIdentity) > 0 || e.segmentsAll || len(e.eraseRows) > 0 ||
-		len(e.reclaimed) > 0
+		len(e.reclaimed) > 0 || len(e.actDirty) > 0 || e.actWhole
 }
 
 func (e *Engine) build(all bool) *Changes {

@@ -58,7 +58,7 @@ func TestRestoredPartsOpenWhenReached(t *testing.T) {
 			live.Freeze(later.Add(-time.Hour).UnixMilli(), 0)
 			live.Flush()
 
-			restored, days, th, err := Restore(live.cfg, live.State())
+			restored, days, th, err := Restore(live.cfg, live.State(), live.ActivityRows())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -104,6 +104,9 @@ func (n *node) addToDay(ev *event, e *Engine) {
 // rebuildDay recomputes the part's activity of one day from the events
 // kept (after an event was taken out).
 func (n *node) rebuildDay(d *day, e *Engine) {
+	if p := personOf(n); p != nil {
+		e.actShrink[p] = true // the day may be gone
+	}
 	n.days.set(d.num, nil)
 	for _, ev := range d.events {
 		if ev.part == n {
@@ -282,6 +285,7 @@ func (e *Engine) reclaim(b *node) {
 		if old := b.claimer; old != nil {
 			delete(old.claimed, b)
 			e.dirtyPersons[old] = true
+			e.actShrink[old] = true // b's days may leave old's
 		}
 		b.claimer = best
 		if best != nil {

@@ -33,7 +33,7 @@ func newColdTest(t *testing.T) *coldTest {
 		t.Fatal(err)
 	}
 	e, err := New(Config{Project: coldProject, Location: time.UTC, ReportingCurrency: "EUR", Classifier: cl,
-		VisitTimeout: 30 * time.Minute, BuildWorkers: 1})
+		VisitTimeout: 30 * time.Minute, BuildWorkers: 1, CheckActivity: true})
 	if err != nil {
 		t.Fatal(err)
 	}

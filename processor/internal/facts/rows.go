@@ -195,6 +195,12 @@ type Changes struct {
 	StateDays  []StateRow
 	StateWhole bool
 
+	// Activity are the rows of the days whose sets of active persons
+	// changed (activity.go), each day's four; WholeActivity: every day's,
+	// which replace the table.
+	Activity      map[int32][]ActivityRow
+	WholeActivity bool
+
 	// Reclaimed are the rows of cold visits VisitDays holds because their
 	// person changed (Engine.Reclaim), by day: Restore has them written
 	// again (DropRows keeps them).
@@ -216,6 +222,9 @@ func (c *Changes) DropRows() {
 	}
 	for b := range c.People {
 		c.People[b] = nil
+	}
+	for d := range c.Activity {
+		c.Activity[d] = nil
 	}
 	for b, rows := range c.State {
 		// A copy of the keys: rows is shared with the commit's records.

@@ -126,8 +126,9 @@ func (e *Engine) hotSpans() map[int32][2]int64 {
 }
 
 // Restore returns an engine with the state of rows (State's, in any
-// order) and the days to read back: see Restoring.
-func Restore(cfg Config, rows []StateRow) (*Engine, []int32, *Thawing, error) {
+// order) and the day sets of act (ActivityRows'), and the days to read
+// back: see Restoring.
+func Restore(cfg Config, rows []StateRow, act map[int32][]ActivityRow) (*Engine, []int32, *Thawing, error) {
 	r, err := NewRestoring(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -135,6 +136,13 @@ func Restore(cfg Config, rows []StateRow) (*Engine, []int32, *Thawing, error) {
 	for i := range rows {
 		if err := r.Add(&rows[i]); err != nil {
 			return nil, nil, nil, err
+		}
+	}
+	for d, rows := range act {
+		for _, a := range rows {
+			if err := r.Activity(d, a.Kind, a.People); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 	}
 	return r.Finish()
@@ -174,7 +182,7 @@ func (rs *Restoring) Add(r *StateRow) error {
 	d := stateDecoder{b: r.Data, clients: rs.clients, touches: rs.touches}
 	switch r.Kind {
 	case StateNode:
-		if len(r.Data) > 0 && r.Data[0] == stateVersion {
+		if len(r.Data) > 0 && (r.Data[0] == stateVersion || r.Data[0] == nodeVersionV2) {
 			rs.v1 = true
 		}
 		n := d.node(e, r.Ref, &rs.signIns)
@@ -290,9 +298,31 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 		}
 	}
 	if rs.v1 {
-		// Parts of the first format: the next Flush writes every row in
+		// Parts of an earlier format: the next Flush writes every row in
 		// the current one, which a restore keeps encoded.
 		e.stateAll = true
+	}
+	// The day sets are those stored, unless a person has no number (rows
+	// from before the numbers): then every person is computed into new
+	// sets, written whole.
+	e.actWhole = false
+	renumber := false
+	for _, n := range e.nodes {
+		e.nextNum = max(e.nextNum, n.num)
+		if isPerson(n) {
+			n.actState = actUnknown
+			renumber = renumber || n.num == 0
+		}
+	}
+	if renumber {
+		clear(e.act)
+		for _, n := range e.nodes {
+			n.actState = actNone
+			if isPerson(n) {
+				e.dirtyPersons[n] = true
+			}
+		}
+		e.actWhole, e.stateAll = true, true
 	}
 	if rs.members {
 		// The persons' rows are in the tables and their memberships in
@@ -465,16 +495,21 @@ type stateSignIn struct {
 	at      evKey
 }
 
-// nodeVersion is the first byte of a part's row: 2 has the sign-ins
-// before the body, so that a restore can keep the body encoded (1, the
-// first format, had them after it).
-const nodeVersion = 2
+// nodeVersion is the first byte of a part's row: 3 has the person
+// number after the kind (activity.go); 2 had none; 2 and 3 have the
+// sign-ins before the body, so that a restore can keep the body encoded
+// (1, the first format, had them after it).
+const (
+	nodeVersion   = 3
+	nodeVersionV2 = 2
+)
 
 // appendNode encodes a part: version, kind, raw id; its sign-ins (user
 // ref, time and event id); then its body (appendNodeBody), as restored
 // when the part was not opened since.
 func appendNode(b []byte, n *node) []byte {
 	b = append(b, nodeVersion, n.kind)
+	b = binary.AppendUvarint(b, uint64(n.num))
 	b = appendString(b, n.raw)
 	users := make([]*node, 0, len(n.signIns))
 	for u := range n.signIns {
@@ -736,11 +771,18 @@ func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
 	if v == stateVersion {
 		return d.nodeV1(e, ref, signIns)
 	}
-	if v != nodeVersion {
+	if v != nodeVersion && v != nodeVersionV2 {
 		d.fail(fmt.Sprintf("part format %d", v))
 		return &node{ref: ref}
 	}
 	n := &node{ref: ref, kind: d.byte()}
+	if v == nodeVersion {
+		num := d.uvarint()
+		if num > 1<<32-1 {
+			d.fail("person number")
+		}
+		n.num = uint32(num)
+	}
 	n.raw = d.string()
 	if n.kind == KindUser {
 		n.raw = e.in.get(n.raw)
@@ -755,6 +797,21 @@ func (d *stateDecoder) node(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
 		n.enc = bytes.Clone(body)
 	}
 	return n
+}
+
+// withoutNumber returns a row's data, a part's without its person
+// number: two engines given the same events in another order number
+// their persons otherwise (DiffStates).
+func withoutNumber(r *StateRow) []byte {
+	b := r.Data
+	if r.Kind != StateNode || len(b) < 3 || b[0] != nodeVersion {
+		return b
+	}
+	_, k := binary.Uvarint(b[2:])
+	if k <= 0 {
+		return b
+	}
+	return append([]byte{b[0], b[1], 0}, b[2+k:]...)
 }
 
 // open decodes the bodies of part n and of the parts its sign-ins link
@@ -1194,8 +1251,7 @@ func DiffStates(a, b []StateRow) string {
 		if i >= len(a) || i >= len(b) {
 			return fmt.Sprintf("%d rows against %d", len(a), len(b))
 		}
-		if CompareStateKeys(&a[i], &b[i]) != 0 || !bytes.Equal(a[i].Data, b[i].Data) {
-			x, y := a[i].Data, b[i].Data
+		if x, y := withoutNumber(&a[i]), withoutNumber(&b[i]); CompareStateKeys(&a[i], &b[i]) != 0 || !bytes.Equal(x, y) {
 			k := 0
 			for k < len(x) && k < len(y) && x[k] == y[k] {
 				k++

@@ -16,6 +16,13 @@ type node struct {
 	kind byte
 	raw  string // anonymousId or userId; "" for a consentless visitor
 
+	// Person role: the person's number, and what of its activity the
+	// day sets hold (activity.go).
+	actState byte
+	num      uint32
+	actFirst int32
+	actSum   uint64
+
 	// Unit role.
 	cluster  []*event // events that form visits by inactivity
 	unsorted bool
