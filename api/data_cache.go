@@ -277,7 +277,7 @@ func (pc *projectCache) load(ctx context.Context, sn *rollups.Snapshot, rows *ro
 	// The day-partitioned tables: their groups of partitions, read as
 	// requests need them; rows are read per request (data_days.go).
 	d.days = map[string]dayParts{}
-	for _, t := range []string{tables.Visits, tables.Conversions, tables.Events} {
+	for _, t := range []string{tables.Visits, tables.Conversions, tables.Events, tables.Activity} {
 		d.days[t] = dayPartsOf(sn, t)
 	}
 	if err := d.firstEvent(ctx); err != nil {

@@ -141,6 +141,32 @@ func (p *dayParts) at(ctx context.Context, ord int) (string, string, error) {
 	return p.names[ord], p.sigs[ord], nil
 }
 
+// named returns the name and signature of the partition named day, false
+// when there is none.
+func (p *dayParts) named(ctx context.Context, day string) (string, string, bool, error) {
+	if p.count() == 0 {
+		return "", "", false, nil
+	}
+	var a, b int
+	if p.lazy != nil {
+		var err error
+		if a, b, err = p.lazy.between(ctx, day, day); err != nil {
+			return "", "", false, err
+		}
+	} else {
+		a = sort.SearchStrings(p.names, day)
+		b = a
+		if a < len(p.names) && p.names[a] == day {
+			b = a + 1
+		}
+	}
+	if b <= a {
+		return "", "", false, nil
+	}
+	name, sig, err := p.at(ctx, a)
+	return name, sig, err == nil && name == day, err
+}
+
 // span returns the names of partitions [a, b).
 func (p *dayParts) span(ctx context.Context, a, b int) ([]string, error) {
 	if p.lazy == nil {

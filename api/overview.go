@@ -50,8 +50,14 @@ func (r *Reporting) openReport(c *fiber.Ctx, opts PeriodOptions) (*report, error
 	if err != nil {
 		return nil, err
 	}
-	q := queryOf(c)
-	d, err := r.data(c.UserContext(), vp.p)
+	return r.openReportWith(c, opts, vp, queryOf(c), r.data)
+}
+
+// openReportWith resolves the period of a report on project vp's tables
+// as load reads them.
+func (r *Reporting) openReportWith(c *fiber.Ctx, opts PeriodOptions, vp visibleProject, q url.Values,
+	load func(context.Context, *catalog.Project) (*projectData, error)) (*report, error) {
+	d, err := load(c.UserContext(), vp.p)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +317,9 @@ func (rp *report) goalConversions(ctx context.Context, w Window, goals map[strin
 
 // getOverview answers GET /projects/{project_id}/overview.
 func (r *Reporting) getOverview(c *fiber.Ctx) error {
+	if done, err := r.overviewFromDays(c); done || err != nil {
+		return err
+	}
 	rp, err := r.openReport(c, ReportPeriods)
 	if err != nil {
 		return err
@@ -348,8 +357,6 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 		}
 	}
 
-	var numbers []map[string]any
-	var tr map[string]any
 	if rp.consentless {
 		goals := countingGoals(r.deps.Catalog.State(), rp.vp.p.ID)
 		conv := func(w Window, a *activity, ch *visitChoice) (any, any, error) {
@@ -377,7 +384,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 				return err
 			}
 		}
-		numbers = []map[string]any{
+		numbers := []map[string]any{
 			number("visits", cur.totalVisits, pv, "number"),
 			number("pageviews", sum(cur.pageviews), ppv, "number"),
 			number("conversions", cv, pcv, "number"),
@@ -387,91 +394,42 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 		if prevBounds != nil {
 			pvals = [][]any{intsAny(prev.visits), intsAny(prev.pageviews)}
 		}
-		tr = rp.trend("number", nil, []string{"visits", "pageviews"}, bounds,
+		tr := rp.trend("number", nil, []string{"visits", "pageviews"}, bounds,
 			[][]any{intsAny(cur.visits), intsAny(cur.pageviews)}, prevBounds, pvals)
-	} else {
-		reporting := rp.vp.p.ReportingCurrency
-		type full struct {
-			people, known, buyers int
-			newPeople             any
-			amounts               map[string]int64
-			counts                map[string]int
+		return r.sendOverview(c, rp, len(filters), cur, numbers, tr)
+	}
+	keyNumbers := func(w Window, a *activity, ch *visitChoice) (fullNumbers, error) {
+		f := fullNumbers{people: a.active.count()}
+		var err error
+		if f.amounts, f.counts, f.buyers, err = rp.revenue(ctx, w, a, ch); err != nil {
+			return f, err
 		}
-		keyNumbers := func(w Window, a *activity, ch *visitChoice) (full, error) {
-			f := full{people: a.active.count()}
-			var err error
-			if f.amounts, f.counts, f.buyers, err = rp.revenue(ctx, w, a, ch); err != nil {
-				return f, err
-			}
-			lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
-			var newN int
-			f.known, newN = rp.d.knownAndNew(a.active, lo, hi)
-			if rp.before(w) != nil {
-				f.newPeople = newN
-			}
-			return f, nil
+		lo, hi := w.From.UnixMilli(), w.To.UnixMilli()
+		var newN int
+		f.known, newN = rp.d.knownAndNew(a.active, lo, hi)
+		if rp.before(w) != nil {
+			f.newPeople = newN
 		}
-		now, err := keyNumbers(p.Window, cur, chosen)
+		return f, nil
+	}
+	now, err := keyNumbers(p.Window, cur, chosen)
+	if err != nil {
+		return err
+	}
+	var before *fullNumbers
+	if prev != nil {
+		b, err := keyNumbers(*p.Previous, prev, prevChosen)
 		if err != nil {
 			return err
 		}
-		var before *full
-		if prev != nil {
-			b, err := keyNumbers(*p.Previous, prev, prevChosen)
-			if err != nil {
-				return err
-			}
-			before = &b
-		}
-		prevOf := func(f func(full) any) any {
-			if before == nil {
-				return nil
-			}
-			return f(*before)
-		}
-		var revValue, revCur any
-		others := []Money{}
-		main := mainCurrency(now.amounts, now.counts, reporting)
-		if len(now.counts) > 0 {
-			revValue, revCur = micros(now.amounts[main]), main
-			for c, v := range now.amounts {
-				if c != main {
-					others = append(others, Money{Currency: c, Amount: micros(v)})
-				}
-			}
-			for c := range now.counts {
-				if _, ok := now.amounts[c]; !ok && c != main {
-					others = append(others, Money{Currency: c, Amount: 0})
-				}
-			}
-			slices.SortFunc(others, func(a, b Money) int { return strings.Compare(a.Currency, b.Currency) })
-		}
-		revPrev := prevOf(func(f full) any {
-			if len(f.counts) == 0 {
-				return nil
-			}
-			c := main
-			if c == "" {
-				c = mainCurrency(f.amounts, f.counts, reporting)
-			}
-			return micros(f.amounts[c])
-		})
-		rev := number("revenue", revValue, revPrev, "currency")
-		rev["currency"], rev["others"] = revCur, others
-		numbers = []map[string]any{
-			number("people", now.people, prevOf(func(f full) any { return f.people }), "number"),
-			number("newPeople", now.newPeople, prevOf(func(f full) any { return f.newPeople }), "number"),
-			number("known", now.known, prevOf(func(f full) any { return f.known }), "number"),
-			number("buyers", now.buyers, prevOf(func(f full) any { return f.buyers }), "number"),
-			rev,
-		}
-		var pvals [][]any
-		if prevBounds != nil {
-			pvals = [][]any{intsAny(prev.visits), intsAny(prev.people)}
-		}
-		tr = rp.trend("number", nil, []string{"visits", "people"}, bounds,
-			[][]any{intsAny(cur.visits), intsAny(cur.people)}, prevBounds, pvals)
+		before = &b
 	}
+	return r.sendFullOverview(c, rp, len(filters), cur, prev, bounds, prevBounds, now, before)
+}
+
+// sendOverview sends an overview: its coverage from cur, its numbers and
+// trend.
+func (r *Reporting) sendOverview(c *fiber.Ctx, rp *report, filters int, cur *activity, numbers []map[string]any, tr map[string]any) error {
 	res := Resource{
 		ID: rp.vp.p.ID, Type: "overviews",
 		Self: r.baseURL(c) + "/projects/" + rp.vp.p.ID + "/overview",
@@ -482,7 +440,7 @@ func (r *Reporting) getOverview(c *fiber.Ctx) error {
 			{"trend", tr},
 		},
 	}
-	return sendDocument(c, fiber.StatusOK, Document{Data: res, Meta: map[string]any{"period": p.Meta(), "filters": len(filters)}})
+	return sendDocument(c, fiber.StatusOK, Document{Data: res, Meta: map[string]any{"period": rp.p.Meta(), "filters": filters}})
 }
 
 func sum[T int | int64](xs []T) T {
@@ -491,4 +449,70 @@ func sum[T int | int64](xs []T) T {
 		s += x
 	}
 	return s
+}
+
+// fullNumbers are the key numbers of a window of an overview with
+// consent.
+type fullNumbers struct {
+	people, known, buyers int
+	newPeople             any
+	amounts               map[string]int64
+	counts                map[string]int
+}
+
+// sendFullOverview sends the overview of a project that collects with
+// consent: the key numbers of the window (now) and of the one before
+// (before, nil without one), the trend of visits and people per bucket
+// of cur (and of prev over prevBounds with compare).
+func (r *Reporting) sendFullOverview(c *fiber.Ctx, rp *report, filters int, cur, prev *activity, bounds, prevBounds []time.Time, now fullNumbers, before *fullNumbers) error {
+	reporting := rp.vp.p.ReportingCurrency
+	prevOf := func(f func(fullNumbers) any) any {
+		if before == nil {
+			return nil
+		}
+		return f(*before)
+	}
+	var revValue, revCur any
+	others := []Money{}
+	main := mainCurrency(now.amounts, now.counts, reporting)
+	if len(now.counts) > 0 {
+		revValue, revCur = micros(now.amounts[main]), main
+		for c, v := range now.amounts {
+			if c != main {
+				others = append(others, Money{Currency: c, Amount: micros(v)})
+			}
+		}
+		for c := range now.counts {
+			if _, ok := now.amounts[c]; !ok && c != main {
+				others = append(others, Money{Currency: c, Amount: 0})
+			}
+		}
+		slices.SortFunc(others, func(a, b Money) int { return strings.Compare(a.Currency, b.Currency) })
+	}
+	revPrev := prevOf(func(f fullNumbers) any {
+		if len(f.counts) == 0 {
+			return nil
+		}
+		c := main
+		if c == "" {
+			c = mainCurrency(f.amounts, f.counts, reporting)
+		}
+		return micros(f.amounts[c])
+	})
+	rev := number("revenue", revValue, revPrev, "currency")
+	rev["currency"], rev["others"] = revCur, others
+	numbers := []map[string]any{
+		number("people", now.people, prevOf(func(f fullNumbers) any { return f.people }), "number"),
+		number("newPeople", now.newPeople, prevOf(func(f fullNumbers) any { return f.newPeople }), "number"),
+		number("known", now.known, prevOf(func(f fullNumbers) any { return f.known }), "number"),
+		number("buyers", now.buyers, prevOf(func(f fullNumbers) any { return f.buyers }), "number"),
+		rev,
+	}
+	var pvals [][]any
+	if prevBounds != nil {
+		pvals = [][]any{intsAny(prev.visits), intsAny(prev.people)}
+	}
+	tr := rp.trend("number", nil, []string{"visits", "people"}, bounds,
+		[][]any{intsAny(cur.visits), intsAny(cur.people)}, prevBounds, pvals)
+	return r.sendOverview(c, rp, filters, cur, numbers, tr)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -51,6 +52,9 @@ type ReportingConfig struct {
 	// events facts) kept across requests, for every project together
 	// (docs/reporting-data.md). Default 256 MiB.
 	CacheBytes int64
+	// FullScans answers every overview from the full tables, never from
+	// the day rollups (overview_days.go): for comparing the two.
+	FullScans bool
 }
 
 // DefaultReportingConfig returns the defaults.
@@ -127,6 +131,9 @@ type Reporting struct {
 	access    *accessLog
 	tables    dataCache // decoded tables per project (data.go)
 	rows      *rowCache // decoded day partitions, every project (data_days.go)
+	// dayOverviews counts the overviews answered from day rollups
+	// (overview_days.go).
+	dayOverviews atomic.Int64
 
 	stop     chan struct{}
 	done     chan struct{}
