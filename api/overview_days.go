@@ -272,34 +272,68 @@ type dayWindow struct {
 	bucket []int
 }
 
-// rollupDays returns the day rollups of w cut by bounds (bucket starts
-// and the end, each a midnight of the project's zone), nil when a day
-// (or the day on either side of w) is not usable.
-func (rp *report) rollupDays(ctx context.Context, bounds []time.Time) (*dayWindow, error) {
+// rollupWindows returns the day rollups of windows cut by bounds (each:
+// bucket starts and the end, each a midnight of the project's zone), read
+// in parallel; nil when a day (or the day on either side of a window) is
+// not usable.
+func (rp *report) rollupWindows(ctx context.Context, bounds ...[]time.Time) ([]*dayWindow, error) {
 	d := rp.d
-	from, to := bounds[0], bounds[len(bounds)-1]
-	out := &dayWindow{}
-	k := 0
-	for t := from.AddDate(0, 0, -1); !t.After(to); t = t.AddDate(0, 0, 1) {
-		day := t.Format(tables.DayLayout)
-		r, err := d.dayRollupOf(ctx, day)
-		if err != nil {
-			return nil, err
+	var names []string
+	index := map[string]int{}
+	for _, bs := range bounds {
+		from, to := bs[0], bs[len(bs)-1]
+		for t := from.AddDate(0, 0, -1); !t.After(to); t = t.AddDate(0, 0, 1) {
+			day := t.Format(tables.DayLayout)
+			if _, ok := index[day]; !ok {
+				index[day] = len(names)
+				names = append(names, day)
+			}
 		}
+	}
+	rolls := make([]*dayRollup, len(names))
+	err := d.prefetch(ctx, 0, len(names), func(ctx context.Context, i int) error {
+		r, err := d.dayRollupOf(ctx, names[i])
+		rolls[i] = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rolls {
 		if !r.usable {
 			return nil, nil
 		}
-		if t.Before(from) || !t.Before(to) {
-			continue // a neighbour: only checked
-		}
-		for k < len(bounds)-1 && !t.Before(bounds[k]) {
-			out.bucket = append(out.bucket, len(out.days))
-			k++
-		}
-		out.days = append(out.days, r)
 	}
-	out.bucket = append(out.bucket, len(out.days))
+	out := make([]*dayWindow, len(bounds))
+	for i, bs := range bounds {
+		w := &dayWindow{}
+		k := 0
+		for t := bs[0]; t.Before(bs[len(bs)-1]); t = t.AddDate(0, 0, 1) {
+			for k < len(bs)-1 && !t.Before(bs[k]) {
+				w.bucket = append(w.bucket, len(w.days))
+				k++
+			}
+			w.days = append(w.days, rolls[index[t.Format(tables.DayLayout)]])
+		}
+		w.bucket = append(w.bucket, len(w.days))
+		out[i] = w
+	}
 	return out, nil
+}
+
+// count returns the size of set k over days[a:b]: a sum for the new
+// persons (each is in one day's set), else the size of the union.
+func (w *dayWindow) count(k, a, b int) int {
+	if k == setNew {
+		n := uint64(0)
+		for _, r := range w.days[a:b] {
+			if s := r.sets[k]; s != nil {
+				n += s.GetCardinality()
+			}
+		}
+		return int(n)
+	}
+	return int(w.union(k, a, b).GetCardinality())
 }
 
 // union returns the union of set k over days[a:b].
@@ -362,15 +396,18 @@ func (r *Reporting) overviewFromDays(c *fiber.Ctx) (bool, error) {
 	if p.Window.To.Sub(p.Window.From) <= subDay || !midnights(rp.d.Loc, bounds) || (prevBounds != nil && !midnights(rp.d.Loc, prevBounds)) {
 		return false, nil
 	}
-	cur, err := rp.rollupDays(ctx, bounds)
-	if err != nil || cur == nil {
+	asked := [][]time.Time{bounds}
+	if prevBounds != nil {
+		asked = append(asked, prevBounds)
+	}
+	ws, err := rp.rollupWindows(ctx, asked...)
+	if err != nil || ws == nil {
 		return false, err
 	}
+	cur := ws[0]
 	var prev *dayWindow
-	if p.Previous != nil {
-		if prev, err = rp.rollupDays(ctx, prevBounds); err != nil || prev == nil {
-			return false, err
-		}
+	if prevBounds != nil {
+		prev = ws[1]
 	}
 	numbers := func(w Window, dw *dayWindow) (fullNumbers, *activity) {
 		a := &activity{visits: make([]int, len(dw.bucket)-1), pageviews: make([]int64, len(dw.bucket)-1), people: make([]int, len(dw.bucket)-1)}
@@ -390,14 +427,14 @@ func (r *Reporting) overviewFromDays(c *fiber.Ctx) (bool, error) {
 				}
 			}
 			a.totalVisits += a.visits[b]
-			a.people[b] = int(dw.union(setPeople, lo, hi).GetCardinality())
+			a.people[b] = dw.count(setPeople, lo, hi)
 		}
 		all := len(dw.days)
-		f.people = int(dw.union(setPeople, 0, all).GetCardinality())
-		f.known = int(dw.union(setKnown, 0, all).GetCardinality())
-		f.buyers = int(dw.union(setBuyers, 0, all).GetCardinality())
+		f.people = dw.count(setPeople, 0, all)
+		f.known = dw.count(setKnown, 0, all)
+		f.buyers = dw.count(setBuyers, 0, all)
 		if rp.before(w) != nil {
-			f.newPeople = int(dw.union(setNew, 0, all).GetCardinality())
+			f.newPeople = dw.count(setNew, 0, all)
 		}
 		return f, a
 	}

@@ -249,6 +249,18 @@ func (r *objectReaderAt) Seek(offset int64, whence int) (int64, error) {
 type parquetSource struct {
 	src  parquet.ReaderAtSeeker
 	meta *metadata.FileMetaData
+	// data is the file, when fetched whole (src reads it).
+	data []byte
+}
+
+// fork returns a source of the same file for another goroutine: readers
+// seek their source, so a whole file gets a reader of its own over the
+// same bytes. A source read by ranges is returned as it is (not shared).
+func (s *parquetSource) fork() *parquetSource {
+	if s.data == nil {
+		return s
+	}
+	return &parquetSource{src: bytes.NewReader(s.data), meta: s.meta, data: s.data}
 }
 
 // openSource opens the data file key of size bytes: whole with one
@@ -256,6 +268,7 @@ type parquetSource struct {
 // nil, is the file's footer read earlier.
 func openSource(ctx context.Context, b storage.BucketReader, key string, size, wholeBytes int64, meta *metadata.FileMetaData) (*parquetSource, error) {
 	var src parquet.ReaderAtSeeker
+	var whole []byte
 	if size <= wholeBytes {
 		data, _, err := storage.ReadAll(ctx, b, key)
 		if err != nil {
@@ -264,7 +277,7 @@ func openSource(ctx context.Context, b storage.BucketReader, key string, size, w
 			}
 			return nil, fmt.Errorf("cannot read data file %q: %w", key, err)
 		}
-		src = bytes.NewReader(data)
+		src, whole = bytes.NewReader(data), data
 	} else {
 		src = &objectReaderAt{ctx: ctx, bucket: b, key: key, size: size}
 	}
@@ -275,7 +288,7 @@ func openSource(ctx context.Context, b storage.BucketReader, key string, size, w
 		}
 		meta = rdr.MetaData()
 	}
-	return &parquetSource{src: src, meta: meta}, nil
+	return &parquetSource{src: src, meta: meta, data: whole}, nil
 }
 
 // arrowReader returns a pqarrow reader of the source.

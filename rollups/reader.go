@@ -336,10 +336,13 @@ type scanPlan struct {
 	max     *key
 	files   []DataFile
 	nocache bool // ScanOptions.Uncached
+	// srcs shares among the row groups the scan reads of one small file
+	// the file fetched whole (sources.go).
+	srcs *fileSources
 }
 
 func (sn *Snapshot) plan(table string, ts *TableState, opts ScanOptions) (*scanPlan, error) {
-	p := &scanPlan{project: sn.head().Project, nocache: opts.Uncached}
+	p := &scanPlan{project: sn.head().Project, nocache: opts.Uncached, srcs: &fileSources{}}
 	schema := ts.Schema()
 	if opts.Columns == nil {
 		p.out = schema
@@ -511,6 +514,9 @@ func (r *Reader) run(ctx context.Context, p *scanPlan, fn func(Batch) error) err
 	// once; every file has at least one unit.
 	var units []unit
 	for _, f := range p.files {
+		if n := max(f.RowGroups, 1); n > 1 && f.Bytes <= r.cfg.WholeFileBytes {
+			p.srcs.expect(r.layout.file(p.project, f.Ref()), n)
+		}
 		for rg := range max(f.RowGroups, 1) {
 			units = append(units, unit{file: f, rg: rg})
 		}
@@ -605,7 +611,7 @@ func (r *Reader) loadUnit(ctx context.Context, p *scanPlan, u unit) (arrow.Recor
 			return nil, nil
 		}
 	}
-	cols, err := r.columns(ctx, p.project, u, names, types, !p.nocache)
+	cols, err := r.columns(ctx, p.project, u, names, types, !p.nocache, p.srcs)
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +680,7 @@ func max0(a, b int) int {
 // group, retained; columns the file lacks read as nulls. They come from
 // the cache when there, else from the file (and kept in the cache when
 // keep).
-func (r *Reader) columns(ctx context.Context, project string, u unit, names []string, types []arrow.DataType, keep bool) ([]arrow.Array, error) {
+func (r *Reader) columns(ctx context.Context, project string, u unit, names []string, types []arrow.DataType, keep bool, srcs *fileSources) ([]arrow.Array, error) {
 	fileKey := r.layout.file(project, u.file.Ref())
 	prefix := fileKey + "|" + strconv.Itoa(u.rg) + "|"
 	out := make([]arrow.Array, len(names))
@@ -713,7 +719,7 @@ func (r *Reader) columns(ctx context.Context, project string, u unit, names []st
 			r.loading[prefix] = call
 			r.mu.Unlock()
 		}
-		err := r.loadColumns(ctx, fileKey, u, names, types, out, keep)
+		err := r.loadColumns(ctx, fileKey, u, names, types, out, keep, srcs)
 		if call != nil {
 			r.mu.Lock()
 			delete(r.loading, prefix)
@@ -738,8 +744,24 @@ func releaseAll(arrs []arrow.Array) {
 
 // loadColumns reads from the file the columns of names that out lacks,
 // stores them in out (retained) and, when keep, in the cache.
-func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names []string, types []arrow.DataType, out []arrow.Array, keep bool) error {
-	info, src, err := r.fileInfo(ctx, fileKey, u.file.Bytes)
+func (r *Reader) loadColumns(ctx context.Context, fileKey string, u unit, names []string, types []arrow.DataType, out []arrow.Array, keep bool, srcs *fileSources) error {
+	defer srcs.done(fileKey)
+	src, shared, err := srcs.shared(fileKey, func() (*parquetSource, error) {
+		src, err := openSource(ctx, r.bucket, fileKey, u.file.Bytes, r.cfg.WholeFileBytes, nil)
+		if err == nil {
+			r.countOpen(src)
+		}
+		return src, err
+	})
+	if err != nil {
+		return err
+	}
+	var info *fileInfo
+	if shared {
+		info, err = r.fileInfoOf(fileKey, src)
+	} else {
+		info, src, err = r.fileInfo(ctx, fileKey, u.file.Bytes)
+	}
 	if err != nil {
 		return err
 	}
@@ -815,13 +837,26 @@ func (r *Reader) fileInfo(ctx context.Context, fileKey string, size int64) (*fil
 		r.stats.bytesFetched.Add(rs.fetched)
 		rs.fetched = 0
 	}
+	info, err := r.fileInfoOf(fileKey, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	return info, src, nil
+}
+
+// fileInfoOf returns a file's footer from the cache, else from src, an
+// open source of the file (and caches it).
+func (r *Reader) fileInfoOf(fileKey string, src *parquetSource) (*fileInfo, error) {
+	if v, ok := r.cache.get(fileKey + "|footer"); ok {
+		return v.(*fileInfo), nil
+	}
 	schema, err := fileSchema(src.meta)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the schema of data file %q: %w", fileKey, err)
+		return nil, fmt.Errorf("cannot read the schema of data file %q: %w", fileKey, err)
 	}
 	info := &fileInfo{meta: src.meta, schema: schema}
 	r.cache.put(fileKey+"|footer", info, int64(src.meta.Size())*4+1024)
-	return info, src, nil
+	return info, nil
 }
 
 // scanKeyed scans a keyed table: every file of each partition read whole
@@ -896,8 +931,11 @@ func (r *Reader) mergedPartition(ctx context.Context, p *scanPlan, def *Table, f
 	}()
 	for _, f := range files {
 		var groups [][]arrow.Array
+		if n := max(f.RowGroups, 1); n > 1 && f.Bytes <= r.cfg.WholeFileBytes {
+			p.srcs.expect(r.layout.file(p.project, f.Ref()), n)
+		}
 		for rg := range max(f.RowGroups, 1) {
-			c, err := r.columns(ctx, p.project, unit{file: f, rg: rg}, names, types, !p.nocache)
+			c, err := r.columns(ctx, p.project, unit{file: f, rg: rg}, names, types, !p.nocache, p.srcs)
 			if err != nil {
 				for _, g := range groups {
 					releaseAll(g)
