@@ -29,7 +29,9 @@ import (
 // number is looked up in every day and taken out where it no longer
 // belongs. A person remembers a sum over the days it was added to
 // (node.actSum) and its first day (node.actFirst), so that a compute
-// that changed neither touches no set.
+// that changed neither touches no set. A restored person learns its sum
+// and first day when its parts are opened (Engine.open), before anything
+// changes them.
 
 // Activity kinds: the rows of a day.
 const (
@@ -206,11 +208,28 @@ func (e *Engine) applyActivity(p *node, person bool, days []actDay) {
 	}
 }
 
+// learnActivity records that the day sets hold person p as its parts'
+// days say (a restored person, its parts just opened).
+func (e *Engine) learnActivity(p *node) {
+	days := personDays(p)
+	var sum uint64
+	for _, c := range days {
+		sum += actHash(c)
+	}
+	p.actState, p.actSum, p.actFirst = actApplied, sum, 0
+	if len(days) == 0 {
+		p.actState = actNone
+		return
+	}
+	p.actFirst = days[0] >> 1
+}
+
 // actForget takes number x out of every day not in keep (sorted day
 // codes; nil: every day), and out of the buyers of the days of keep
 // without a purchase and out of the new set of every day but keep's
 // first.
 func (e *Engine) actForget(x uint32, keep []actDay) {
+	e.stats.ActivitySearches++
 	for d, a := range e.act {
 		i, in := slices.BinarySearchFunc(keep, d, func(c actDay, d int32) int { return cmp.Compare(c>>1, d) })
 		for k, set := range a {

@@ -103,6 +103,21 @@ func TestActivitySets(t *testing.T) {
 	if ch := restored.Flush(); len(ch.Activity) != 0 {
 		t.Fatalf("a restore outputs the rows of %d days; want none, nothing changed", len(ch.Activity))
 	}
+	// A restored person reached by an event learns its days as its parts
+	// open: its compute looks nobody up in every day.
+	d2 := DayName(e.DayOf(day.Add(48 * time.Hour).UnixMilli()))
+	restored.AddBatch(ct.batch(day.Add(59*time.Hour), ct.ev("b", "", day.Add(58*time.Hour))))
+	restored.Flush()
+	if n := restored.Stats().ActivitySearches; n != 0 {
+		t.Fatalf("%d persons looked up in every day after an event of a restored one; want none", n)
+	}
+	want[d2] = map[string][]Ref{ActivityPeople: {b}, ActivityKnown: nil, ActivityNew: nil, ActivityBuyers: nil}
+	got = activitySets(t, restored)
+	for k, refs := range want[d2] {
+		if !slices.Equal(got[d2][k], refs) {
+			t.Fatalf("day 2, %s: %x; want %x", k, got[d2][k], refs)
+		}
+	}
 }
 
 // TestActivityFollowsAReplacedEvent: an event replaced by a copy with the

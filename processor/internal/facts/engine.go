@@ -364,6 +364,9 @@ type Stats struct {
 	ReclaimDays, ReclaimedVisits, ReclaimMissing int64
 	// FinalDaysRead counts the final days ErasePlan named.
 	FinalDaysRead int64
+	// ActivitySearches counts the persons looked up in every day's
+	// sets (activity.go).
+	ActivitySearches int64
 }
 
 // New returns an empty Engine.

@@ -824,12 +824,14 @@ func (e *Engine) open(n *node) {
 		return
 	}
 	queue := []*node{n}
+	var opened []*node
 	for len(queue) > 0 {
 		p := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if p.enc == nil {
 			continue
 		}
+		opened = append(opened, p)
 		if len(p.days) > 0 || len(p.frozen) > 0 {
 			panic(fmt.Sprintf("facts: part %x was changed before it was opened", p.ref[:]))
 		}
@@ -850,6 +852,14 @@ func (e *Engine) open(n *node) {
 		}
 		if p.claimer != nil {
 			queue = append(queue, p.claimer)
+		}
+	}
+	// The persons opened have, in the day sets, the days their parts
+	// restored: learned now, before anything changes them, their
+	// computes need not look them up in every day (activity.go).
+	for _, p := range opened {
+		if q := personOf(p); q != nil && q.actState == actUnknown && isPerson(q) {
+			e.learnActivity(q)
 		}
 	}
 }
