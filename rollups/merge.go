@@ -23,8 +23,10 @@ import (
 // mergeBatchRows rows at a time, the batches are merged in sort-key order
 // into row groups, and each row group is encoded and sent to the store as
 // soon as it is full. What a merge holds is a batch per input, the rows
-// of the row group being built and the encoder's pages, whatever the
-// size of the files (docs/rollups.md, "Compaction").
+// of the row group being built (in at most two batches per input, else
+// copied out) and the encoder's pages, whatever the size of the files
+// and however few of their rows a keyed merge keeps (docs/rollups.md,
+// "Compaction").
 const (
 	// mergeBatchRows is how many rows a merge decodes from one input at a
 	// time.
@@ -277,9 +279,15 @@ type merger struct {
 	cmp       *sortKeyCmp
 	inputs    []*mergeCursor
 	// batches are the records the rows of order and the inputs' current
-	// rows point into.
+	// rows point into (nil: let go of), refs per batch how many rows of
+	// order are in it, held how many are not nil.
 	batches []arrow.Record
+	refs    []int
+	held    int
 	order   []rowRef
+	// pieces are the rows of the row group being built that were copied
+	// out of their batches (settle), in order, before the rows of order.
+	pieces []arrow.Record
 }
 
 func newMerger(def *Table, alloc memory.Allocator) (*merger, error) {
@@ -297,6 +305,10 @@ func (m *merger) release() {
 		}
 	}
 	m.batches = nil
+	for _, p := range m.pieces {
+		p.Release()
+	}
+	m.pieces = nil
 	for _, c := range m.inputs {
 		c.in.close()
 	}
@@ -312,6 +324,21 @@ func (m *merger) less(a, b *mergeCursor) bool {
 // out of order.
 func (m *merger) advance(c *mergeCursor, first bool) error {
 	prev := rowRef{c.batch, c.row}
+	// A batch the cursor leaves with no row in order is let go of at
+	// once (after the order check, for prev's): a keyed merge skips
+	// whole batches of rows that newer files replace.
+	leave := func(b int32) {
+		if b >= 0 && m.refs[b] == 0 && m.batches[b] != nil {
+			m.batches[b].Release()
+			m.batches[b] = nil
+			m.held--
+		}
+	}
+	defer func() {
+		if prev.src >= 0 && prev.src != c.batch {
+			leave(prev.src)
+		}
+	}()
 	for {
 		if !first {
 			c.row++
@@ -320,6 +347,9 @@ func (m *merger) advance(c *mergeCursor, first bool) error {
 		if c.batch < 0 || int64(c.row) >= m.batches[c.batch].NumRows() {
 			if c.batch >= 0 {
 				c.rows += m.batches[c.batch].NumRows()
+				if c.batch != prev.src {
+					leave(c.batch)
+				}
 			}
 			rec, err := c.in.next()
 			if err != nil {
@@ -330,6 +360,8 @@ func (m *merger) advance(c *mergeCursor, first bool) error {
 				return nil
 			}
 			m.batches = append(m.batches, rec)
+			m.refs = append(m.refs, 0)
+			m.held++
 			m.cmp.recs = m.batches
 			c.batch, c.row = int32(len(m.batches)-1), 0
 		}
@@ -360,6 +392,7 @@ func (m *merger) run(emit func(arrow.Record) error) error {
 	for h.Len() > 0 {
 		c := h.cs[0]
 		m.order = append(m.order, rowRef{c.batch, c.row})
+		m.refs[c.batch]++
 		if err := m.advance(c, false); err != nil {
 			return err
 		}
@@ -368,8 +401,16 @@ func (m *merger) run(emit func(arrow.Record) error) error {
 		} else {
 			heap.Fix(h, 0)
 		}
-		if len(m.order) >= m.groupRows {
+		if m.rows() >= m.groupRows {
 			if err := m.flush(emit); err != nil {
+				return err
+			}
+		} else if m.held > 2*len(m.inputs) {
+			// The rows of the group point into more batches than the
+			// inputs read: where inputs interleave sparsely (a keyed
+			// merge keeping few of the rows it reads) they would hold
+			// every batch read until the group is full.
+			if err := m.settle(); err != nil {
 				return err
 			}
 		}
@@ -377,9 +418,49 @@ func (m *merger) run(emit func(arrow.Record) error) error {
 	return m.flush(emit)
 }
 
-// flush hands the rows of order to emit as one record, then lets go of
-// the batches no input still reads.
+// rows is how many rows the row group being built has.
+func (m *merger) rows() int {
+	n := len(m.order)
+	for _, p := range m.pieces {
+		n += int(p.NumRows())
+	}
+	return n
+}
+
+// settle copies the rows of order into a piece and lets go of the
+// batches no input still reads.
+func (m *merger) settle() error {
+	if len(m.order) > 0 {
+		rec, err := takeRecord(m.alloc, m.def.Schema, m.batches, m.order)
+		if err != nil {
+			return err
+		}
+		m.pieces = append(m.pieces, rec)
+		m.order = m.order[:0]
+	}
+	m.dropRead()
+	return nil
+}
+
+// flush hands the rows of the group (pieces, then order) to emit as one
+// record, then lets go of the batches no input still reads.
 func (m *merger) flush(emit func(arrow.Record) error) error {
+	if len(m.pieces) > 0 {
+		if err := m.settle(); err != nil {
+			return err
+		}
+		rec, err := concatRecords(m.alloc, m.def.Schema, m.pieces)
+		for _, p := range m.pieces {
+			p.Release()
+		}
+		m.pieces = m.pieces[:0]
+		if err != nil {
+			return err
+		}
+		err = emit(rec)
+		rec.Release()
+		return err
+	}
 	if len(m.order) > 0 {
 		rec, err := takeRecord(m.alloc, m.def.Schema, m.batches, m.order)
 		if err != nil {
@@ -392,6 +473,13 @@ func (m *merger) flush(emit func(arrow.Record) error) error {
 		}
 		m.order = m.order[:0]
 	}
+	m.dropRead()
+	return nil
+}
+
+// dropRead lets go of the batches that no input still reads; order must
+// be empty.
+func (m *merger) dropRead() {
 	kept := make([]arrow.Record, 0, len(m.inputs))
 	for _, c := range m.inputs {
 		if c.batch >= 0 && !c.done {
@@ -406,8 +494,9 @@ func (m *merger) flush(emit func(arrow.Record) error) error {
 		}
 	}
 	m.batches = kept
+	m.refs = append(m.refs[:0], make([]int, len(kept))...)
+	m.held = len(kept)
 	m.cmp.recs = kept
-	return nil
 }
 
 // cursorHeap orders a merge's inputs by their current rows.

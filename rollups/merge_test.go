@@ -175,3 +175,75 @@ func commitAndSettle(t *testing.T, s *Store, add []DataFile, maxFiles int) int {
 		}
 	}
 }
+
+// A keyed merge whose inputs are mostly rows that other files replace
+// streams too: a batch none of whose rows is kept is let go of when the
+// merge leaves it, and the kept rows are copied out of their batches as
+// the merge goes rather than holding every batch a row of the row group
+// being built is in. Eight files each write the same 400,000 keys (a
+// partition of a table whose rows change every commit, as the
+// processor's state does); the newest row of a key is in one of the
+// first four files, a different one key by key, and the last four files
+// have none. The merge keeps one row in eight and must hold under a sixth
+// of the decoded files at once (holding the kept rows' batches to the
+// end of the row group takes a third, reading the last four files whole
+// two thirds).
+func TestKeyedCompactionStreams(t *testing.T) {
+	ctx := t.Context()
+	b := apptest.OpenBucket(t, t.TempDir())
+	s := newStore(t, b, func(c *Config) { c.CompactQuietAfter = 1 })
+	def := accountsTable(true)
+	const keys, files = 400_000, 8
+	model := accountsModel{}
+	var add []DataFile
+	var decoded int64
+	for i := range files {
+		rows := make([]account, keys)
+		for id := range rows {
+			rev := int64(i + 1)
+			if id%4 == i {
+				rev = 100
+			}
+			rows[id] = account{team: "blue", id: uint32(id), name: fmt.Sprintf("name %d of file %d", id, i), balance: int64(i), rev: rev}
+		}
+		model.apply(rows)
+		rec := accountsRecord(def, rows)
+		decoded += recordBytes(rec)
+		f, err := s.Write(ctx, testProject, def, "k", rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		add = append(add, f)
+	}
+	if _, err := s.Update(ctx, Live(testProject), func(*Manifest) (Change, error) { return Change{Add: add}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Compact(ctx, Live(testProject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d files of %d keys: peak %d bytes, files decoded %d bytes", files, keys, st.PeakBytes, decoded)
+	if st.Merges != 1 || st.Inputs != files || st.Rows != keys {
+		t.Fatalf("compaction stats %+v, want the %d files merged into %d rows", st, files, keys)
+	}
+	if st.PeakBytes <= 0 || st.PeakBytes > decoded/6 {
+		t.Fatalf("a keyed merge of files of %d decoded bytes held %d at once", decoded, st.PeakBytes)
+	}
+	sn, err := newReader(t, b, nil).Refresh(ctx, testProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scanAccounts(t, sn, ScanOptions{Partitions: []string{"k"}}), model.lines(); !slices.Equal(got, want) {
+		t.Fatalf("keyed rows after the merge: %d rows, want %d (first differences: %v)", len(got), len(want), firstLineDiff(got, want))
+	}
+}
+
+func firstLineDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("row %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+	return "one is a prefix of the other"
+}

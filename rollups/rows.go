@@ -126,7 +126,9 @@ func comparer(dt arrow.DataType) (rowCmp, error) {
 func takeTyped[T any, A valuer[T], B appender[T]](b B, srcs []arrow.Array, order []rowRef) {
 	typed := make([]A, len(srcs))
 	for i, s := range srcs {
-		typed[i] = s.(A)
+		if s != nil { // nil: a source no row of order is in
+			typed[i] = s.(A)
+		}
 	}
 	for _, r := range order {
 		a := typed[r.src]
@@ -285,7 +287,10 @@ func takeRecord(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Record,
 	srcs := make([]arrow.Array, len(recs))
 	for i, f := range schema.Fields() {
 		for s, r := range recs {
-			srcs[s] = r.Column(i)
+			srcs[s] = nil
+			if r != nil {
+				srcs[s] = r.Column(i)
+			}
 		}
 		col, err := takeColumn(mem, f.Type, srcs, order)
 		if err != nil {
@@ -294,6 +299,35 @@ func takeRecord(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Record,
 		cols[i] = col
 	}
 	return array.NewRecord(schema, cols, int64(len(order))), nil
+}
+
+// concatRecords returns one record of recs' rows in order (recs share
+// schema).
+func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Record) (arrow.Record, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	parts := make([]arrow.Array, len(recs))
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	for i, f := range schema.Fields() {
+		for s, r := range recs {
+			parts[s] = r.Column(i)
+		}
+		col, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		cols[i] = col
+	}
+	return array.NewRecord(schema, cols, rows), nil
 }
 
 // key is one value of a column of a supported type, for comparing with
