@@ -153,6 +153,8 @@ func (s *Stats) add(o Stats) {
 	s.BytesWritten += o.BytesWritten
 	s.ThawedDays += o.ThawedDays
 	s.ResidentDays += o.ResidentDays
+	s.HotEvents += o.HotEvents
+	s.HotDays += o.HotDays
 	s.ThawedUnitDays += o.ThawedUnitDays
 	s.ReclaimDays += o.ReclaimDays
 	s.ReclaimedVisits += o.ReclaimedVisits

@@ -45,6 +45,7 @@ type Metrics struct {
 	// Batches applied, skipped as committed already (redeliveries) and
 	// corrupt, read from the group's counters (Watch).
 	batches, skipped, corrupt, thawed prometheus.CounterFunc
+	hotEvents                         prometheus.GaugeFunc
 
 	mu    sync.Mutex
 	procs map[*Processor]*procState // running (consuming) processors
@@ -144,10 +145,18 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.thawed = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_processor_days_read_back_total",
 		Help: "Cold days read back from the events table for late events (docs/processor.md, \"Memory\")."},
 		stat(func(s Stats) int64 { return s.ThawedDays }))
+	m.hotEvents = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mf_processor_events_in_memory",
+		Help: "Events the processors of this process hold in memory after their last commit: the days late events can still change without a read back (docs/processor.md, \"Memory\")."},
+		func() float64 {
+			if g := m.group.Load(); g != nil {
+				return float64(g.Stats().HotEvents)
+			}
+			return 0
+		})
 	m.looks = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mf_retention_looks_total",
 		Help: "Looks at every project's retention (one per RetentionInterval, counted when over)."},
 		stat(func(s Stats) int64 { return s.RetentionLooks }))
-	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.thawed, m.Commits, m.CommitSeconds,
+	for _, c := range []prometheus.Collector{m.Events, m.batches, m.skipped, m.corrupt, m.thawed, m.hotEvents, m.Commits, m.CommitSeconds,
 		m.CommitBytes, m.lagMessages, m.lagSeconds, m.leaseHeld, m.partsHeld, m.projects, m.parked,
 		m.RetentionRuns, m.RetentionFiles, m.RetentionBytes, m.retentionLast, m.retentionLook, m.looks} {
 		if err := reg.Register(c); err != nil {

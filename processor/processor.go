@@ -152,6 +152,9 @@ type counters struct {
 	finalDaysRead                                                                atomic.Int64
 	erasedDaysRead                                                               atomic.Int64
 	maxCommitEvents                                                              atomic.Int64
+	// hotEvents, hotDays: in memory after the last commit (set by
+	// Metrics.observe's caller, Run's goroutine).
+	hotEvents, hotDays atomic.Int64
 }
 
 // parkedProject is a project whose state could not be loaded.
@@ -194,6 +197,10 @@ type Stats struct {
 	// MaxCommitEvents is the most events one commit took: in a backlog
 	// about MaxPendingEvents (plus a batch), whatever the backlog's size.
 	MaxCommitEvents int64
+	// HotEvents and HotDays are the events and the days whose events the
+	// projects' facts held in memory after the last commit (a gauge, not
+	// a count): what late events can still change without a read back.
+	HotEvents, HotDays int64
 	// ErasedDaysRead counts the days whose events and conversions
 	// partitions an erasure read to rewrite them without the person's rows
 	// (days not in memory; erasure_rows.go).
@@ -329,7 +336,22 @@ func (p *Processor) Stats() Stats {
 		ReclaimDays:    p.stats.reclaimDays.Load(), ReclaimedVisits: p.stats.reclaimedVisits.Load(),
 		ReclaimMissing: p.stats.reclaimMissing.Load(), FinalDaysRead: p.stats.finalDaysRead.Load(),
 		ErasedDaysRead: p.stats.erasedDaysRead.Load(), MaxCommitEvents: p.stats.maxCommitEvents.Load(),
+		HotEvents: p.stats.hotEvents.Load(), HotDays: p.stats.hotDays.Load(),
 	}
+}
+
+// noteHot sets the hot events and days of Stats from the projects in
+// memory (Run's goroutine).
+func (p *Processor) noteHot() {
+	var evs, days int64
+	for _, ps := range p.projects {
+		if ps.engine != nil {
+			evs += int64(ps.engine.HotEvents())
+			days += int64(ps.engine.HotDays())
+		}
+	}
+	p.stats.hotEvents.Store(evs)
+	p.stats.hotDays.Store(days)
 }
 
 // Ready reports whether the processor runs: it consumes the log, or it
@@ -1137,6 +1159,7 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 			ps.engine.Freeze(ps.received-p.cfg.HotWindow.Milliseconds(), ps.received-p.cfg.LateWindow.Milliseconds())
 			p.stats.residentDays.Add(int64(ps.engine.ResidentDays()))
 		}
+		p.noteHot()
 		if p.deps.Segments != nil {
 			p.deps.Segments.apply(ps.id, r.manifest, r.ch)
 		}

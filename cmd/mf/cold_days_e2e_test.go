@@ -13,7 +13,9 @@ import (
 // long before the hot window), and sends more events for the same day:
 // one that continues a visit of the cold day and one that starts a new
 // visit. The processor reads the day back (mf_processor_days_read_back_total)
-// and the reporting API counts the merged visit once.
+// and the reporting API counts the merged visit once. Meanwhile no event
+// stays in memory (mf_processor_events_in_memory is 0 after each commit);
+// an event of now does.
 func TestLateEventsReadColdDaysBack(t *testing.T) {
 	const token = "cold-days-test-admin-token-0123456789abcdef"
 	p := startMF(t, t.TempDir(), "serve", "--provision", demoFile, "--admin-token", token)
@@ -38,7 +40,8 @@ func TestLateEventsReadColdDaysBack(t *testing.T) {
 			fams := scrape(t, p, auth...)
 			got := sample(t, fams, "mf_processor_events_total")
 			if got == events && sample(t, fams, "mf_processor_lag_messages") == 0 {
-				return map[string]float64{"read_back": sample(t, fams, "mf_processor_days_read_back_total")}
+				return map[string]float64{"read_back": sample(t, fams, "mf_processor_days_read_back_total"),
+					"in_memory": sample(t, fams, "mf_processor_events_in_memory")}
 			}
 			if got > events || time.Now().After(deadline) {
 				t.Fatalf("mf_processor_events_total is %v, want %v", got, events)
@@ -51,16 +54,17 @@ func TestLateEventsReadColdDaysBack(t *testing.T) {
 		pageview("cold-x", at(0), "/a"), pageview("cold-x", at(5*time.Minute), "/b"),
 		pageview("cold-y", at(2*time.Hour), "/a"))
 	first := committed(3)
-	if first["read_back"] != 0 {
-		t.Fatalf("days read back before any late event: %v", first["read_back"])
+	if first["read_back"] != 0 || first["in_memory"] != 0 {
+		t.Fatalf("days read back before any late event: %v; events in memory after the day went cold: %v", first["read_back"], first["in_memory"])
 	}
 	// cold-x's next pageview continues its visit (10 minutes after its
 	// last); cold-z's starts a visit of its own.
 	send("c01d0000-0000-4000-8000-000000000002",
 		pageview("cold-x", at(15*time.Minute), "/c"), pageview("cold-z", at(4*time.Hour), "/a"))
 	second := committed(5)
-	if second["read_back"] < 1 {
-		t.Fatalf("mf_processor_days_read_back_total is %v after a late event for a cold day, want at least 1", second["read_back"])
+	if second["read_back"] < 1 || second["in_memory"] != 0 {
+		t.Fatalf("mf_processor_days_read_back_total is %v after a late event for a cold day, want at least 1; events in memory %v, want 0 (the day went cold again)",
+			second["read_back"], second["in_memory"])
 	}
 
 	// The people list: three people of one visit each (cold-x's late
@@ -93,5 +97,11 @@ func TestLateEventsReadColdDaysBack(t *testing.T) {
 			t.Fatalf("visits of the people listed: %v, want %v", got, want)
 		}
 		time.Sleep(time.Second) // the reporting API allows 120 requests a minute
+	}
+
+	// An event of now stays in memory: its visit is open.
+	send("c01d0000-0000-4000-8000-000000000003", pageview("hot-x", time.Now().UnixMilli(), "/a"))
+	if third := committed(6); third["in_memory"] != 1 {
+		t.Fatalf("mf_processor_events_in_memory is %v after an event of now, want 1", third["in_memory"])
 	}
 }

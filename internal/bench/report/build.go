@@ -239,8 +239,8 @@ func (e *env) process(ctx context.Context, project string, seq uint64, out io.Wr
 		if time.Since(tick) > 10*time.Second {
 			tick = time.Now()
 			st := p.Stats()
-			fmt.Fprintf(out, "  processor: %d events applied (%.0f events/s), %d commits, checkpoint %d of %d; %s\n",
-				st.Events, float64(st.Events)/time.Since(start).Seconds(), st.Commits, cp, seq, memoryNow())
+			fmt.Fprintf(out, "  processor: %d events applied (%.0f events/s), %d commits, checkpoint %d of %d, %d events of %d days in memory; %s\n",
+				st.Events, float64(st.Events)/time.Since(start).Seconds(), st.Commits, cp, seq, st.HotEvents, st.HotDays, memoryNow())
 		}
 	}
 	st := p.Stats()

@@ -119,6 +119,9 @@ func (e *Engine) HotEvents() int {
 	return n
 }
 
+// HotDays returns how many days have events in memory.
+func (e *Engine) HotDays() int { return len(e.days) }
+
 // pendingCompute reports whether added events, sessions or sign-ins wait
 // for a compute.
 func (e *Engine) pendingCompute() bool {
