@@ -167,8 +167,9 @@ func TestColdDaysWithResidents(t *testing.T) {
 	// Claims that move are written to cold visits at every commit, or at
 	// the next commit while they read few rows (ReclaimRows, the
 	// processor being at the head of the log), or left pending
-	// (ReclaimInterval) until a restart writes their days' visits whole
-	// from the checkpoint's list.
+	// (ReclaimInterval) until a restart, which restores the browsers
+	// whose claims wait from the state rows and writes their rows from
+	// the visits table at its first commit, as any reclaim.
 	for _, v := range []struct {
 		name     string
 		interval time.Duration
@@ -185,15 +186,31 @@ func TestColdDaysWithResidents(t *testing.T) {
 			stepped.provision(c)
 			var total Stats
 			var r *running
+			// startedPending: the running processor started with claims
+			// pending, which it takes up at its first commit (a restore;
+			// MF_STATE_ROUND_TRIP folds, which writes the days whole).
+			roundTrip := os.Getenv("MF_STATE_ROUND_TRIP") != ""
+			startedPending, pendingReclaims := false, 0
 			stop := func() {
 				r.stop(t)
 				st := r.p.Stats()
+				if v.interval > 0 && v.rows == 0 {
+					switch {
+					case startedPending && st.ReclaimDays == 0 && !roundTrip:
+						t.Fatal("a restart with claims pending wrote no visit row from the visits table (the state rows name the browsers: no day is written whole)")
+					case startedPending:
+						pendingReclaims++
+					case st.ReclaimDays != 0:
+						t.Fatalf("%d visits partitions read for claims within the hour; want them all pending", st.ReclaimDays)
+					}
+				}
 				total.ResidentDays += st.ResidentDays
 				total.ThawedDays += st.ThawedDays
 				total.ThawedUnitDays += st.ThawedUnitDays
 				total.ReclaimDays += st.ReclaimDays
 				total.ReclaimedVisits += st.ReclaimedVisits
 				total.ReclaimMissing += st.ReclaimMissing
+				startedPending = false
 			}
 			// A restart halfway, and with claims pending after a step (the
 			// checkpoint names their days: a later read back of those days
@@ -214,7 +231,8 @@ func TestColdDaysWithResidents(t *testing.T) {
 					r = stepped.start(cold, nil)
 					if days != "" {
 						pendingRestarts = append(pendingRestarts, days)
-						// The restart writes those days' visits whole.
+						startedPending = true
+						// The restart writes those days' visits again.
 						waitUntil(t, func() bool { return stepped.checkpoint(c.project.ID).Reclaim == "" })
 					}
 				}
@@ -238,13 +256,10 @@ func TestColdDaysWithResidents(t *testing.T) {
 					t.Fatal("no cold visit was written again for a browser that signed in after it went cold; the test needs some (signInFromDay)")
 				}
 			} else {
-				if total.ReclaimDays != 0 {
-					t.Fatalf("%d visits partitions read for claims within the hour; want them all pending", total.ReclaimDays)
-				}
-				if len(pendingRestarts) == 0 {
+				if pendingReclaims == 0 {
 					t.Fatal("no checkpoint named days whose visits wait for a claim that moved; the test needs some (signInFromDay)")
 				}
-				t.Logf("restarts with claims pending, and the days whose visits they wrote whole: %v", pendingRestarts)
+				t.Logf("restarts with claims pending, and the days they took them up on: %v", pendingRestarts)
 			}
 			if got := stepped.segmentIDs(c.project.ID, stepped.tableDump(c.project.ID)); got != want {
 				t.Fatalf("tables built with days going cold around residents differ from those of every day in memory:\n%s", diffLines(got, want))

@@ -149,12 +149,23 @@ func (e *Engine) Freeze(hot, final int64) {
 	// change goes cold. A new event changes visits within the visit
 	// timeout of it (the day before its own at most), a session visit
 	// anywhere it spans, and a sign-in the rows of its browser's visits.
+	//
+	// Only the days such work reaches are held, not every day after the
+	// oldest: a backlog always has work pending, and a late event among
+	// its batches (a day weeks back) otherwise kept every day since in
+	// memory until the backlog ended.
 	var blocked map[int32]bool
 	if e.pendingCompute() {
-		for d := range e.dirtyEventDays {
-			limit = min(limit, d-2)
-		}
 		blocked = map[int32]bool{}
+		for d := range e.dirtyEventDays {
+			// The visits a new event may join end or start within a
+			// visit timeout of it: they reach the day before its own, its
+			// own or the day after (one more before, for margin). A visit
+			// that reaches a day held stays whole (a resident, below).
+			for k := d - 2; k <= d+1; k++ {
+				blocked[k] = true
+			}
+		}
 		block := func(v *visit) {
 			if v.first == nil {
 				return // not computed yet: no events on other days

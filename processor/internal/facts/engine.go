@@ -251,6 +251,10 @@ type Engine struct {
 	// claimWant are browsers whose claim may move while visits of theirs
 	// are cold: their visits are read back (ClaimDays, ThawUnits).
 	claimWant map[*node]bool
+	// claimOut are the browsers of the StateClaim rows as last output;
+	// claimsRestored: the engine was restored from rows holding them.
+	claimOut       map[Ref]bool
+	claimsRestored bool
 	// reclaimWant are, by day, the cold visits whose rows Reclaim takes,
 	// with the browser whose claim moved; reclaimUnits those browsers.
 	// reclaimed are the rows Reclaim has the next Flush write, by day and
@@ -384,6 +388,7 @@ func New(cfg Config) (*Engine, error) {
 		finalSpan:      map[int32][2]int64{},
 		thawWant:       map[int32]bool{},
 		claimWant:      map[*node]bool{},
+		claimOut:       map[Ref]bool{},
 		reclaimed:      map[int32]map[Ref]VisitRow{},
 		nodes:          map[Ref]*node{},
 		anonRefs:       map[string]Ref{},

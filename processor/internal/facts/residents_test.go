@@ -139,3 +139,55 @@ func TestSignInReadsBackTheBrowsersVisits(t *testing.T) {
 		t.Fatalf("day 0's visit rows written: %+v; want a's visit, credited to u (%x)", rows, user)
 	}
 }
+
+// TestPendingWorkHoldsOnlyTheDaysItReaches: a Freeze while added events
+// wait for their compute (a backlog applies batches while a commit is in
+// flight) keeps in memory the days that compute can change, and lets the
+// others go cold. Pending: a late event of day 0; browser b's event at
+// 23:55 on day 3, which joins b's visit from 00:10 on day 4; browser a's
+// event at 00:05 on day 9, which joins a's visit from 23:40 on day 8. The
+// days from two before to one after each pending event's stay (0, 3, 4,
+// 8, 9 and 10 of those with events); days 6 and 12 go cold (before, every
+// day from the oldest pending day on stayed). The compute then puts each
+// browser's three pageviews in one visit.
+func TestPendingWorkHoldsOnlyTheDaysItReaches(t *testing.T) {
+	ct := newColdTest(t)
+	e, batch, day := ct.e, ct.batch, coldDay0
+	ev := func(anon string, at time.Time) records.Event { return ct.ev(anon, "", at) }
+	at := func(d int, h, m int) time.Time {
+		return day.Add(time.Duration(d)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+	}
+	received := at(14, 12, 0)
+	e.AddBatch(batch(received, ev("old", at(0, 9, 0)), ev("w", at(6, 9, 0)), ev("b", at(4, 0, 10)), ev("b", at(4, 0, 20)),
+		ev("a", at(8, 23, 40)), ev("a", at(8, 23, 50)), ev("x", at(10, 9, 0)), ev("y", at(12, 9, 0))))
+	e.Flush()
+	e.AddBatch(batch(received, ev("late", at(0, 10, 0)), ev("b", at(3, 23, 55)), ev("a", at(9, 0, 5))))
+	e.Freeze(received.Add(-2*time.Hour).UnixMilli(), 0)
+	var hot []int
+	for d := range 13 {
+		if e.days[e.DayOf(at(d, 0, 0).UnixMilli())] != nil {
+			hot = append(hot, d)
+		}
+	}
+	if want := []int{0, 3, 4, 8, 9, 10}; !slices.Equal(hot, want) {
+		t.Errorf("days in memory with work pending: %v, want %v", hot, want)
+	}
+	ch := e.Flush()
+	for _, c := range []struct {
+		anon  string
+		days  []int
+		start time.Time
+	}{{"b", []int{3, 4}, at(3, 23, 55)}, {"a", []int{8, 9}, at(8, 23, 40)}} {
+		var visits []VisitRow
+		for _, d := range c.days {
+			for _, r := range ch.VisitDays[e.DayOf(at(d, 0, 0).UnixMilli())] {
+				if r.Unit == NodeRef(coldProject, KindBrowser, c.anon) && !r.Deleted {
+					visits = append(visits, r)
+				}
+			}
+		}
+		if len(visits) != 1 || visits[0].Pageviews != 3 || visits[0].Start != c.start.UnixMilli() {
+			t.Errorf("%s's visits written: %+v; want one of 3 pageviews from %v", c.anon, visits, c.start)
+		}
+	}
+}

@@ -44,6 +44,11 @@ const (
 	// StateMembers is a person's membership (Ref: the person), the
 	// segments it is in; a person in none has no row.
 	StateMembers StateKind = 'm'
+	// StateClaim is a browser whose claim may have moved while visits of
+	// its were cold, and whose cold visits' rows were not written again
+	// yet (Ref: the browser; reclaim.go): a restore has ReclaimDays take
+	// it up instead of writing the checkpoint's reclaim days whole.
+	StateClaim StateKind = 'w'
 )
 
 // stateVersion is the first byte of every row's data.
@@ -164,6 +169,10 @@ type Restoring struct {
 	lists   map[string][]string
 	// v1: a part's row is of the first format (written whole again).
 	v1 bool
+	// claims are the browsers of the StateClaim rows; holdsClaims: the
+	// engine row says the rows hold every pending claim.
+	claims      []Ref
+	holdsClaims bool
 }
 
 // NewRestoring starts restoring an engine with cfg.
@@ -270,7 +279,14 @@ func (rs *Restoring) Add(r *StateRow) error {
 		e.final = d.byte() == 1
 		e.finalThrough = int32(d.varint())
 		// Rows written before the memberships were have no flags.
-		rs.members = len(d.b) > 0 && d.byte()&engineHoldsMembers != 0
+		if len(d.b) > 0 {
+			f := d.byte()
+			rs.members = f&engineHoldsMembers != 0
+			rs.holdsClaims = f&engineHoldsClaims != 0
+		}
+	case StateClaim:
+		d.version()
+		rs.claims = append(rs.claims, r.Ref)
 	default:
 		return fmt.Errorf("state row %s: unknown kind", r)
 	}
@@ -349,6 +365,19 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 		}
 		e.stateAll = true
 	}
+	if len(rs.claims) > 0 && !rs.holdsClaims {
+		return nil, nil, nil, fmt.Errorf("state row %s: a pending claim, yet the engine row does not say the rows hold them", &StateRow{Ref: rs.claims[0], Kind: StateClaim})
+	}
+	for _, ref := range rs.claims {
+		n := e.nodes[ref]
+		if n == nil || n.kind != KindBrowser {
+			return nil, nil, nil, fmt.Errorf("state row %s: the pending claim of a part that is not a browser", &StateRow{Ref: ref, Kind: StateClaim})
+		}
+		e.open(n) // its cold touches name the days to reclaim
+		e.claimWant[n] = true
+		e.claimOut[ref] = true
+	}
+	e.claimsRestored = rs.holdsClaims
 	days := slices.Clone(rs.hot)
 	for d := range rs.residents {
 		if e.cold[d] != nil {
@@ -381,6 +410,10 @@ func (rs *Restoring) Finish() (*Engine, []int32, *Thawing, error) {
 // engineHoldsMembers is the engine row's flag saying that the state rows
 // hold the persons' memberships (StateMembers).
 const engineHoldsMembers = 1
+
+// engineHoldsClaims is the engine row's flag saying that the state rows
+// hold every pending claim (StateClaim).
+const engineHoldsClaims = 2
 
 // unknownHash is the row hash of a person restored from state rows (no
 // row hashes to 0, see personState.hash): its next compute outputs its
@@ -1075,6 +1108,24 @@ func (d *stateDecoder) done(r *StateRow) error {
 	return nil
 }
 
+// pendingClaims returns the browsers whose claims wait (claimWant), as
+// StateClaim rows name them.
+func (e *Engine) pendingClaims() map[Ref]bool {
+	out := make(map[Ref]bool, len(e.claimWant))
+	for b := range e.claimWant {
+		if b.kind == KindBrowser && !b.erased {
+			out[b.ref] = true
+		}
+	}
+	return out
+}
+
+// ClaimsRestored reports whether the engine was restored from state rows
+// that hold every pending claim (StateClaim): the claims then wait in it
+// for ReclaimDays, and a checkpoint's reclaim days need not be written
+// whole (RewriteVisitDays).
+func (e *Engine) ClaimsRestored() bool { return e.claimsRestored }
+
 // WriteWholeState has the next Flush output every state row (an engine
 // folded from tables written without them).
 func (e *Engine) WriteWholeState() { e.stateAll = true }
@@ -1101,7 +1152,25 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 				add(StateRow{Ref: ref, Kind: StateMembers, Data: appendMembers(nil, mem)})
 			}
 		}
+		for ref := range e.pendingClaims() {
+			add(StateRow{Ref: ref, Kind: StateClaim, Data: []byte{stateVersion}})
+		}
+		if !all {
+			e.claimOut = e.pendingClaims()
+		}
 	} else {
+		claims := e.pendingClaims()
+		for ref := range claims {
+			if !e.claimOut[ref] {
+				add(StateRow{Ref: ref, Kind: StateClaim, Data: []byte{stateVersion}})
+			}
+		}
+		for ref := range e.claimOut {
+			if !claims[ref] {
+				add(StateRow{Ref: ref, Kind: StateClaim})
+			}
+		}
+		e.claimOut = claims
 		for ref := range e.membersDirty {
 			r := StateRow{Ref: ref, Kind: StateMembers}
 			if mem, ok := e.bx.members[Bucket(ref)][ref]; ok {
@@ -1204,7 +1273,7 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 		eng[1] = 1
 	}
 	eng = binary.AppendVarint(eng, int64(e.finalThrough))
-	eng = append(eng, engineHoldsMembers)
+	eng = append(eng, engineHoldsMembers|engineHoldsClaims)
 	if whole || !bytes.Equal(eng, e.engineOut) {
 		ch.StateDays = append(ch.StateDays, StateRow{Kind: StateEngine, Data: eng})
 	}
@@ -1231,6 +1300,15 @@ func (e *Engine) restoreState(ch *Changes) {
 		for _, r := range rows {
 			if r.Kind == StateMembers {
 				e.membersDirty[r.Ref] = true
+				continue
+			}
+			if r.Kind == StateClaim {
+				// Not stored: as the table has it again.
+				if r.Data != nil {
+					delete(e.claimOut, r.Ref)
+				} else {
+					e.claimOut[r.Ref] = true
+				}
 				continue
 			}
 			if n := e.nodes[r.Ref]; n != nil {
