@@ -1108,13 +1108,20 @@ func (d *stateDecoder) done(r *StateRow) error {
 	return nil
 }
 
-// pendingClaims returns the browsers whose claims wait (claimWant), as
-// StateClaim rows name them.
+// pendingClaims returns the browsers whose claims wait (claimWant) with
+// a visit on a cold day whose row credits them (those PendingClaimDays
+// names days for), as StateClaim rows name them.
 func (e *Engine) pendingClaims() map[Ref]bool {
 	out := make(map[Ref]bool, len(e.claimWant))
 	for b := range e.claimWant {
-		if b.kind == KindBrowser && !b.erased {
-			out[b.ref] = true
+		if b.kind != KindBrowser || b.erased {
+			continue
+		}
+		for _, ti := range b.frozen {
+			if ti.self && e.cold[e.DayOf(ti.at)] != nil {
+				out[b.ref] = true
+				break
+			}
 		}
 	}
 	return out
