@@ -486,6 +486,17 @@ func (p *Processor) shutdown() {
 	if !p.waitCommits(ctx) {
 		return
 	}
+	// Days that went cold after the last commit (Freeze follows each
+	// commit) are committed as cold too: the state rows would otherwise
+	// have the next start read them back as days in memory.
+	for _, ps := range p.projects {
+		if ps.engine.FrozenSinceFlush() {
+			p.startCommit(ctx, ps)
+		}
+	}
+	if !p.waitCommits(ctx) {
+		return
+	}
 	p.writeWatermark(ctx, true)
 }
 

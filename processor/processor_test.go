@@ -520,3 +520,50 @@ func TestSegmentsChangedWhileStopped(t *testing.T) {
 	}
 	e.checkState(c.project.ID, cold)
 }
+
+// TestStopCommitsTheDaysThatWentCold: days go cold after a commit
+// (Freeze follows it), so the state rows of the last commit name them as
+// days in memory; a processor that stops commits them as cold, and the
+// next start reads back only the days that were still in memory.
+func TestStopCommitsTheDaysThatWentCold(t *testing.T) {
+	c, all := exactlyOnceInput(t)
+	cold := func(cfg *Config) {
+		cfg.LateWindow = 400 * 24 * time.Hour
+		cfg.HotWindow = 0
+	}
+	e := newEnv(t, "")
+	e.provision(c)
+	seqs := e.publish(all...)
+	r := e.start(cold, nil)
+	e.waitCheckpoint(c.project.ID, seqs[len(seqs)-1])
+	r.stop(t)
+	live := r.p.Stats()
+	cfg := DefaultConfig()
+	cold(&cfg)
+	sub, err := e.log.Subscriber(eventlog.DefaultSubscriberConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	p, err := New(cfg, Deps{Subscriber: sub, Log: e.log, Store: e.store, Reader: e.reader, Bucket: e.bucket, Catalog: e.cat,
+		Logger: testLogger(), Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := p.load(t.Context(), c.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	days := map[string]bool{}
+	for _, b := range all {
+		for _, ev := range b.Events {
+			days[time.UnixMilli(ev.Time).UTC().Format(time.DateOnly)] = true
+		}
+	}
+	st := ps.engine.Stats()
+	t.Logf("%d days with events, %d in memory when the processor stopped; the start read back %d days, %d events", len(days), live.HotDays, st.ThawedDays, st.ThawedEvents)
+	if live.HotDays >= int64(len(days)) || st.ThawedDays > live.HotDays {
+		t.Fatalf("the start read back %d days, the processor stopped with %d in memory; want at most those, fewer than the %d days with events",
+			st.ThawedDays, live.HotDays, len(days))
+	}
+}

@@ -186,6 +186,10 @@ func (e *Engine) Dirty() bool {
 		len(e.reclaimed) > 0 || len(e.actDirty) > 0 || e.actWhole
 }
 
+// FrozenSinceFlush reports whether days went cold (Freeze) since the
+// last Flush: the next one has state rows to write for them.
+func (e *Engine) FrozenSinceFlush() bool { return len(e.summaryDirty) > 0 }
+
 func (e *Engine) build(all bool) *Changes {
 	ch := &Changes{
 		EventDays:       map[int32][]EventRow{},
