@@ -1017,7 +1017,9 @@ func (p *Processor) startCommit(ctx context.Context, ps *project) {
 	// visits cannot be told that way have their events read back instead
 	// (ClaimDays). Each time costs a pass over those days' visits however
 	// many browsers it serves, so it comes once a ReclaimInterval; the
-	// checkpoint names the days still to do meanwhile.
+	// checkpoint names the days still to do meanwhile. The compute first:
+	// the claims the batches since the last commit moved are among them.
+	ps.engine.Compute()
 	if p.claimsDue(ps) {
 		if err := p.reclaimClaims(ctx, ps); err != nil {
 			delete(p.projects, ps.id)

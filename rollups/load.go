@@ -81,6 +81,14 @@ func (src manifestSource) fill(ctx context.Context, m, prev *Manifest) error {
 		}
 		// Start from prev's partitions, less the groups that changed.
 		ts.Partitions, ts.enc = maps.Clone(old.Partitions), maps.Clone(old.enc)
+		// maps.Clone of a nil map is nil: prev may have had no partition
+		// (or no encoded one) left in this table.
+		if ts.Partitions == nil {
+			ts.Partitions = map[string][]DataFile{}
+		}
+		if ts.enc == nil {
+			ts.enc = map[string][]byte{}
+		}
 		for id, g := range old.groups {
 			if ts.groups[id] != g {
 				for _, p := range partitionsOf(old, id) {

@@ -147,8 +147,9 @@ func (e *Engine) Freeze(hot, final int64) {
 	// in flight) is left to the next Flush rather than computed now,
 	// which would compute twice what it touches: only what it cannot
 	// change goes cold. A new event changes visits within the visit
-	// timeout of it (the day before its own at most), a session visit
-	// anywhere it spans, and a sign-in the rows of its browser's visits.
+	// timeout of it (the day before its own at most) and a session visit
+	// anywhere it spans. A sign-in changes the rows of its browser's
+	// visits, but those that go cold are written again from their rows.
 	//
 	// Only the days such work reaches are held, not every day after the
 	// oldest: a backlog always has work pending, and a late event among
@@ -177,11 +178,12 @@ func (e *Engine) Freeze(hot, final int64) {
 		for v := range e.dirtySessions {
 			block(v)
 		}
-		for b := range e.dirtyBrowsers {
-			for v := range b.partVisits.all() {
-				block(v)
-			}
-		}
+		// A browser whose sign-ins changed holds none of its visits: a
+		// visit that goes cold before the compute moves its claim has its
+		// row written again from the visits table (reclaim marks it,
+		// claimMayMove). A backlog always has such browsers, with visits
+		// on every recent day, and holding them kept some twenty days of
+		// events in memory through a 10M-event build.
 	}
 	var cand []int32
 	for n := range e.days {
@@ -298,6 +300,9 @@ func (e *Engine) Freeze(hot, final int64) {
 			}
 			c.ids.add(ev.ID)
 			delete(dd.ids, ev.ID)
+			if ev.part != nil && !e.cfg.KeepPartsOpen {
+				e.closeWant[ev.part] = true // the next Flush may close it
+			}
 			if ev.clusterable() {
 				units[ev.unit] = true
 			}

@@ -297,10 +297,15 @@ func (e *Engine) reclaim(b *node) {
 		}
 		e.dirtyPersons[b] = true
 		e.dirtyIdentity[b] = true
-		// The visits with events of b now count for another person.
+		// The visits with events of b now count for another person: those
+		// in memory are derived again, the cold ones are written again
+		// from their rows (ReclaimDays). Visits that went cold between the
+		// sign-in and this compute are among the latter (Freeze does not
+		// hold a browser's visits for its sign-ins).
 		for v := range b.partVisits.all() {
 			e.visitChanged(v)
 		}
+		e.claimMayMove(b)
 	}
 	// The claim time or the shared flag may have changed.
 	b.claimAt = bk.t

@@ -163,6 +163,12 @@ func (e *Engine) reclaimRows(d int32) []VisitRow {
 	return rows
 }
 
+// Compute brings the derived state up to date with the events added
+// (claims, visits, persons), as Flush does first: a caller deciding what
+// to read before a Flush (ReclaimDays) then sees the claims those events
+// moved.
+func (e *Engine) Compute() { e.compute() }
+
 // ClaimsPending reports whether browsers whose claim may have moved wait
 // for their cold visits to be written again (ReclaimDays, ClaimDays).
 func (e *Engine) ClaimsPending() bool { return len(e.claimWant) > 0 }
