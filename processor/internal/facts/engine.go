@@ -326,10 +326,10 @@ type Engine struct {
 	// (erased ones: their row goes), days whose summary changed, the
 	// hot days' spans and the engine's row as last output; stateAll
 	// outputs every row.
-	stateDirty   map[*node]bool
+	stateDirty map[*node]bool
 	// closeWant are parts whose events went cold since the last Flush:
 	// with the parts it writes, the Flush closes those now idle.
-	closeWant map[*node]bool
+	closeWant    map[*node]bool
 	membersDirty map[Ref]bool // persons whose membership changed
 	summaryDirty map[int32]bool
 	hotOut       map[int32][2]int64
