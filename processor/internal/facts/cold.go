@@ -300,9 +300,6 @@ func (e *Engine) Freeze(hot, final int64) {
 			}
 			c.ids.add(ev.ID)
 			delete(dd.ids, ev.ID)
-			if ev.part != nil && !e.cfg.KeepPartsOpen {
-				e.closeWant[ev.part] = true // the next Flush may close it
-			}
 			if ev.clusterable() {
 				units[ev.unit] = true
 			}

@@ -48,10 +48,6 @@ type Config struct {
 	// those computed from every person (Engine.CheckActivity), and panic
 	// when they differ.
 	CheckActivity bool
-	// KeepPartsOpen keeps every part's history decoded (tests compare
-	// with it): by default a Flush encodes back the parts whose visits
-	// all went cold (Engine.closeIdle).
-	KeepPartsOpen bool
 }
 
 // Validate reports what in c is unusable.
@@ -326,10 +322,7 @@ type Engine struct {
 	// (erased ones: their row goes), days whose summary changed, the
 	// hot days' spans and the engine's row as last output; stateAll
 	// outputs every row.
-	stateDirty map[*node]bool
-	// closeWant are parts whose events went cold since the last Flush:
-	// with the parts it writes, the Flush closes those now idle.
-	closeWant    map[*node]bool
+	stateDirty   map[*node]bool
 	membersDirty map[Ref]bool // persons whose membership changed
 	summaryDirty map[int32]bool
 	hotOut       map[int32][2]int64
@@ -378,9 +371,6 @@ type Stats struct {
 	// ActivitySearches counts the persons looked up in every day's
 	// sets (activity.go).
 	ActivitySearches int64
-	// ClosedParts counts the parts whose history a Flush encoded back
-	// (closeIdle); an event or a compute that reaches one opens it.
-	ClosedParts int64
 }
 
 // New returns an empty Engine.
@@ -411,7 +401,6 @@ func New(cfg Config) (*Engine, error) {
 		dirtyUnits:     map[*node]bool{},
 		dirtySessions:  map[*visit]bool{},
 		dirtyBrowsers:  map[*node]bool{},
-		closeWant:      map[*node]bool{},
 		dirtyParts:     map[*node]bool{},
 		dirtyPersons:   map[*node]bool{},
 		dirtyIdentity:  map[*node]bool{},
@@ -771,7 +760,6 @@ func (e *Engine) nodeFor(kind byte, raw string, ref Ref) *node {
 
 func (e *Engine) browser(ref Ref) *node {
 	if e.lastBrowser != nil && e.lastBrowser.ref == ref {
-		e.open(e.lastBrowser) // a Flush may have closed it since
 		return e.lastBrowser
 	}
 	n := e.nodeFor(KindBrowser, "", ref)

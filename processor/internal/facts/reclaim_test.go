@@ -93,3 +93,53 @@ func TestSignInRewritesColdVisitsFromTheirRows(t *testing.T) {
 		t.Fatalf("after reading day 0 back: %d visit rows and %d event rows written; want none", len(ch.VisitDays[d0]), len(ch.EventDays[d0]))
 	}
 }
+
+// TestASignInDoesNotHoldItsBrowsersDays: a sign-in not computed yet (a
+// backlog applies the next batches while a commit is in flight) does not
+// keep its browser's visits in memory: they go cold with their days, and
+// the compute that moves the browser's claim has their rows written again
+// from the visits table (ReclaimDays), as for a sign-in after they went
+// cold. In a backlog such browsers are always there, with visits on every
+// recent day; holding them kept some twenty days in memory.
+func TestASignInDoesNotHoldItsBrowsersDays(t *testing.T) {
+	ct := newColdTest(t)
+	e, ev, batch, day, project := ct.e, ct.ev, ct.batch, coldDay0, coldProject
+	a, b := NodeRef(project, KindBrowser, "a"), NodeRef(project, KindBrowser, "b")
+	user := NodeRef(project, KindUser, "u")
+	e.AddBatch(batch(day.Add(12*time.Hour), ev("a", "", day.Add(9*time.Hour)), ev("b", "", day.Add(9*time.Hour+time.Minute))))
+	stored := e.Flush()
+	d0 := e.DayOf(day.UnixMilli())
+	// Day 4: a signs in; the batch is applied, not computed, when the
+	// commit before it is stored and the days go cold (a new event holds
+	// the days from two before its own).
+	received := day.Add(4*24*time.Hour + 12*time.Hour)
+	e.AddBatch(batch(received, ev("a", "u", received.Add(-time.Minute))))
+	e.Freeze(received.Add(-2*time.Hour).UnixMilli(), 0)
+	if e.days[d0] != nil || e.cold[d0] == nil {
+		t.Fatal("day 0 stayed in memory for a sign-in of one of its browsers; want it cold")
+	}
+	e.Compute()
+	days := e.ReclaimDays()
+	if len(days) != 1 || days[0] != d0 {
+		t.Fatalf("ReclaimDays = %v; want day 0 (%d), where a's visit went cold before the claim moved", days, d0)
+	}
+	if !e.ReclaimWants(a) || e.ReclaimWants(b) {
+		t.Fatalf("ReclaimWants: a %v, b %v; want a's rows only", e.ReclaimWants(a), e.ReclaimWants(b))
+	}
+	for _, r := range stored.VisitDays[d0] {
+		if e.ReclaimWants(r.Unit) {
+			e.Reclaim(d0, r)
+		}
+	}
+	e.ReclaimDone()
+	ch := e.Flush()
+	if ch.WholeVisitDays[d0] || len(ch.EventDays[d0]) != 0 || e.Stats().ThawedEvents != 0 {
+		t.Fatalf("day 0 written whole (%v) or its events read back (%d) or written (%d rows)", ch.WholeVisitDays[d0], e.Stats().ThawedEvents, len(ch.EventDays[d0]))
+	}
+	if rows := ch.VisitDays[d0]; len(rows) != 1 || rows[0].Unit != a || rows[0].Person != user || rows[0].Deleted {
+		t.Fatalf("visit rows of day 0 written: %+v; want a's one visit credited to u", rows)
+	}
+	if e.ClaimsPending() {
+		t.Fatal("claims still pending after the reclaim")
+	}
+}

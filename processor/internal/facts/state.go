@@ -897,58 +897,6 @@ func (e *Engine) open(n *node) {
 	}
 }
 
-// closeIdle encodes the bodies of n and of every part its sign-ins link
-// it to back into their rows' form, as a restore leaves them (open
-// undoes it), when none of them holds anything in memory but its
-// history: no event on a day in memory, no visit not cold, nothing waiting
-// for a compute or a claim. A person whose visits all went cold then
-// costs the engine its node and the bytes of its row instead of a
-// decoded history (days, touches) the collector scans. It reports
-// whether the parts were closed.
-func (e *Engine) closeIdle(n *node) bool {
-	if n.enc != nil || n.kind == KindVisitor {
-		return false
-	}
-	comp := []*node{n}
-	seen := map[*node]bool{n: true}
-	for i := 0; i < len(comp); i++ {
-		p := comp[i]
-		if p.erased || p.enc != nil || len(p.cluster) > 0 || len(p.visits) > 0 || !p.partVisits.empty() ||
-			e.dirtyUnits[p] || e.dirtyParts[p] || e.dirtyPersons[p] || e.dirtyIdentity[p] || e.dirtyBrowsers[p] ||
-			e.stateDirty[p] || e.actShrink[p] || e.claimWant[p] || p.actState == actUnknown {
-			return false
-		}
-		for _, nd := range p.days {
-			if e.days[nd.num] != nil {
-				return false // events of it may be in memory
-			}
-		}
-		link := func(q *node) {
-			if q != nil && !seen[q] {
-				seen[q] = true
-				comp = append(comp, q)
-			}
-		}
-		for u := range p.signIns {
-			link(u)
-		}
-		for b := range p.signed {
-			link(b)
-		}
-		for b := range p.claimed {
-			link(b)
-		}
-		link(p.claimer)
-	}
-	for _, p := range comp {
-		p.enc = slices.Clip(appendNodeBody(nil, p))
-		p.days, p.frozen = nil, nil
-		p.partVisits = visitSet{}
-	}
-	e.stats.ClosedParts += int64(len(comp))
-	return true
-}
-
 // openAll decodes every part's body.
 func (e *Engine) openAll() {
 	for _, n := range e.nodes {
@@ -1340,26 +1288,7 @@ func (e *Engine) stateChanges(ch *Changes, all bool) {
 	if all {
 		return
 	}
-	// The parts just written whose history is all that is left of them
-	// in memory are kept as their rows' bodies until reached again.
-	var idle []*node
-	if !e.cfg.KeepPartsOpen {
-		for n := range e.stateDirty {
-			if !n.erased && n.kind != KindVisitor {
-				idle = append(idle, n)
-			}
-		}
-		for n := range e.closeWant {
-			if !n.erased && n.kind != KindVisitor && !e.stateDirty[n] {
-				idle = append(idle, n)
-			}
-		}
-	}
 	clear(e.stateDirty)
-	clear(e.closeWant)
-	for _, n := range idle {
-		e.closeIdle(n)
-	}
 	clear(e.membersDirty)
 	clear(e.summaryDirty)
 	e.hotOut = hot

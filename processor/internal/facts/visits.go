@@ -158,9 +158,6 @@ func (s *visitSet) remove(v *visit) {
 	}
 }
 
-// empty reports whether the set holds no visit.
-func (s *visitSet) empty() bool { return len(s.big) == 0 && len(s.small) == 0 }
-
 // all yields the visits of the set (in no particular order).
 func (s *visitSet) all() iter.Seq[*visit] {
 	return func(yield func(*visit) bool) {
