@@ -72,7 +72,9 @@ func (src manifestSource) fill(ctx context.Context, m, prev *Manifest) error {
 		if prev != nil && prev.Project == m.Project {
 			old = prev.Tables[name]
 		}
-		if old == nil || old.groups == nil || old.dirty != nil {
+		// prev's partitions unknown (nil): as if there were no prev, so
+		// that no unchanged group goes missing.
+		if old == nil || old.groups == nil || old.dirty != nil || old.Partitions == nil {
 			ts.Partitions, ts.enc = map[string][]DataFile{}, map[string][]byte{}
 			for _, g := range ts.groups {
 				jobs = append(jobs, &job{table: name, ts: ts, ref: g})
@@ -81,12 +83,9 @@ func (src manifestSource) fill(ctx context.Context, m, prev *Manifest) error {
 		}
 		// Start from prev's partitions, less the groups that changed.
 		ts.Partitions, ts.enc = maps.Clone(old.Partitions), maps.Clone(old.enc)
-		// maps.Clone of a nil map is nil: prev may have had no partition
-		// (or no encoded one) left in this table.
-		if ts.Partitions == nil {
-			ts.Partitions = map[string][]DataFile{}
-		}
 		if ts.enc == nil {
+			// maps.Clone of a nil map is nil; a partition missing from
+			// enc is encoded when needed.
 			ts.enc = map[string][]byte{}
 		}
 		for id, g := range old.groups {
