@@ -110,9 +110,17 @@ func (e *Engine) alone(p *node, mem []*node) bool {
 	if len(ids) == 0 {
 		return true
 	}
-	e.openAll() // the touches of every part
+	// The touches of every other part; those still encoded (restored,
+	// not reached since) are read without being opened: an erasure
+	// must not decode a million persons' histories.
 	for _, n := range e.nodes {
 		if set[n] {
+			continue
+		}
+		if n.enc != nil {
+			if encodedTouch(n.enc, ids) {
+				return false
+			}
 			continue
 		}
 		for _, t := range n.frozen {

@@ -109,3 +109,54 @@ func TestRestoredPartsOpenWhenReached(t *testing.T) {
 		})
 	}
 }
+
+// TestEraseReadsEncodedPartsWithoutOpeningThem: whether a person can be
+// erased from the days not in memory without reading them back (alone)
+// depends on every other part's cold touches. A restored engine answers
+// it from the parts' encoded bodies, as the engine that never stopped
+// answers it from decoded ones, and opens none of them.
+func TestEraseReadsEncodedPartsWithoutOpeningThem(t *testing.T) {
+	day := coldDay0
+	later := day.Add(72 * time.Hour)
+	ct := newColdTest(t)
+	live := ct.e
+	// Browsers a and b share a session visit (a person's visit holds
+	// another's events); c visits alone; d signs in as u.
+	session := records.UUID{0x5e, 1, 6: 0x40, 8: 0x80}
+	shared := []records.Event{ct.ev("a", "", day.Add(9*time.Hour)), ct.ev("b", "", day.Add(9*time.Hour+time.Minute))}
+	for i := range shared {
+		shared[i].SessionID = session
+	}
+	live.AddBatch(ct.batch(day.Add(10*time.Hour), shared...))
+	live.AddBatch(ct.batch(day.Add(12*time.Hour), ct.ev("c", "", day.Add(11*time.Hour)), ct.ev("d", "u", day.Add(11*time.Hour+time.Minute))))
+	live.Flush()
+	live.Freeze(later.UnixMilli(), 0)
+	live.Flush()
+	restored, days, th, err := Restore(live.cfg, live.State(), live.ActivityRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 0 || th != nil {
+		t.Fatalf("days to read back %v: the test wants every day cold", days)
+	}
+	restored.Settle()
+	for _, c := range []struct {
+		ref  Ref
+		want bool
+	}{
+		{NodeRef(coldProject, KindBrowser, "a"), false}, // b's events are in a's visit
+		{NodeRef(coldProject, KindBrowser, "c"), true},
+		{NodeRef(coldProject, KindUser, "u"), true},
+	} {
+		for name, e := range map[string]*Engine{"live": live, "restored": restored} {
+			p := e.personNode(c.ref)
+			if got := e.alone(p, p.members()); got != c.want {
+				t.Errorf("%s engine: alone(%x) = %v, want %v", name, c.ref[:4], got, c.want)
+			}
+		}
+	}
+	// b was never asked about: its touches were read encoded.
+	if restored.nodes[NodeRef(coldProject, KindBrowser, "b")].enc == nil {
+		t.Error("b's part was opened: the erasure check decoded it")
+	}
+}

@@ -897,13 +897,6 @@ func (e *Engine) open(n *node) {
 	}
 }
 
-// openAll decodes every part's body.
-func (e *Engine) openAll() {
-	for _, n := range e.nodes {
-		e.open(n)
-	}
-}
-
 // nodeV1 decodes a part's row of the first format: kind, raw, body,
 // sign-ins.
 func (d *stateDecoder) nodeV1(e *Engine, ref Ref, signIns *[]stateSignIn) *node {
@@ -958,8 +951,15 @@ func (d *stateDecoder) skipNodeBody() {
 		last = num
 		d.skipPartDay()
 	}
+	d.touchIDs(nil)
+}
+
+// touchIDs passes the cold visits' touches of a part's body (after its
+// days), calling fn (when not nil) with each one's visit id until fn
+// returns false; it decodes nothing else.
+func (d *stateDecoder) touchIDs(fn func(Ref) bool) {
 	for range d.count() {
-		d.ref()
+		id := d.ref()
 		d.version()
 		d.varint()
 		if d.byte() == 1 {
@@ -969,7 +969,31 @@ func (d *stateDecoder) skipNodeBody() {
 		d.uint64()
 		d.byte()
 		d.byte()
+		if d.err != nil || fn != nil && !fn(id) {
+			return
+		}
 	}
+}
+
+// encodedTouch reports whether the body of a part not opened (node.enc)
+// has the touch of a cold visit whose id is in ids, reading past its days
+// without decoding them.
+func encodedTouch(body []byte, ids map[Ref]bool) bool {
+	d := stateDecoder{b: body}
+	for range d.count() {
+		d.varint()
+		d.skipPartDay()
+	}
+	found := false
+	d.touchIDs(func(id Ref) bool {
+		found = ids[id]
+		return !found
+	})
+	if d.err != nil {
+		// Checked when restored: a body that does not decode is a bug.
+		panic(fmt.Sprintf("facts: a part's state, checked when restored, does not decode: %v", d.err))
+	}
+	return found
 }
 
 func (d *stateDecoder) skipPartDay() {
