@@ -26,7 +26,7 @@ const coldProject = "0195f3b4-0000-7000-8000-000000000001"
 // coldDay0 is the first day of the cold-day tests.
 var coldDay0 = time.Date(2026, 4, 20, 0, 0, 0, 0, time.UTC)
 
-func newColdTest(t *testing.T) *coldTest {
+func newColdTest(t testing.TB) *coldTest {
 	t.Helper()
 	cl, err := channels.Default()
 	if err != nil {
