@@ -111,7 +111,10 @@ type Processor struct {
 	lastSeq     atomic.Uint64 // the highest log position handled
 	watermark   atomic.Uint64
 	watermarkAt time.Time
-	backlog     bool
+	// watermarkChecks counts the times the watermark was due to be
+	// written (written or not): tests wait on it.
+	watermarkChecks atomic.Int64
+	backlog         bool
 	// waitFor is a project whose commit is in flight while MaxPendingEvents
 	// more of its events are applied: Run reads no batch until that commit
 	// is done.
@@ -1171,8 +1174,14 @@ func (p *Processor) done(ctx context.Context, r commitResult) {
 			"flush", r.flushTook.Round(time.Millisecond), "backlog", r.backlog)
 		ps.committed = r.cp
 		ps.committedRaw = r.cp.String()
+		// While claims wait, whether or not their visits are cold at this
+		// commit: visits back in memory (a late event read their day back)
+		// go cold again, and a commit of the same position (a stop's, or
+		// one without new batches) then names their days. The watermark
+		// must not have passed that position, or a restart would not load
+		// the project to take them up until its next batch.
 		switch {
-		case r.cp.Reclaim == "":
+		case !ps.engine.ClaimsPending():
 			ps.claimSince = 0
 		case ps.claimSince == 0:
 			ps.claimSince = r.cp.Seq
@@ -1446,6 +1455,7 @@ func (p *Processor) writeWatermark(ctx context.Context, force bool) {
 	if !force && p.now().Sub(p.watermarkAt) < p.cfg.WatermarkInterval {
 		return
 	}
+	p.watermarkChecks.Add(1)
 	safe := p.lastSeq.Load()
 	for _, ps := range p.projects {
 		if s := ps.firstSeq(); s > 0 && s-1 < safe {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfhq/mf/storage/eventlog"
 	"github.com/mfhq/mf/storage/records"
 )
 
@@ -270,4 +271,88 @@ func TestColdDaysWithResidents(t *testing.T) {
 			stepped.checkState(c.project.ID, cold)
 		})
 	}
+}
+
+// TestPendingClaimsHoldTheWatermark: a browser signs in after its visit
+// went cold, and the claim waits (ReclaimInterval); a late event then
+// reads that day back, so the next checkpoint names no day; the day goes
+// cold again after it, and the stop's commit, at the same log position,
+// names it. The watermark must not have passed that position meanwhile,
+// or the next processor never loads the project to write the visit's row
+// again (until the project's next batch).
+func TestPendingClaimsHoldTheWatermark(t *testing.T) {
+	c, _ := exactlyOnceInput(t)
+	tmpl := c.batches[0]
+	day0 := time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC)
+	var n byte
+	batch := func(received time.Time, anon, user string, at time.Time) *records.Batch {
+		n++
+		b := *tmpl
+		b.ID = records.UUID{0xb7, n, 6: 0x40, 8: 0x80}
+		b.Events = []records.Event{{ID: records.UUID{0xe7, n, 6: 0x40, 8: 0x80}, Name: "$pageview", Time: at.UnixMilli(),
+			AnonymousID: anon, UserID: user, Page: records.Page{URL: records.URL{Scheme: "https", Host: "shop.example", Path: "/"}}}}
+		b.ReceivedAt = received.UnixMilli()
+		b.Receipt.Batch, b.Receipt.Accepted = b.ID.String(), 1
+		return &b
+	}
+	day1 := day0.Add(24 * time.Hour)
+	cfg := func(cfg *Config) {
+		cfg.LateWindow = 400 * 24 * time.Hour
+		cfg.HotWindow = time.Hour
+		cfg.ReclaimInterval = time.Hour
+		cfg.ReclaimRows = 0
+		cfg.WatermarkInterval = time.Millisecond
+	}
+	e := newEnv(t, "")
+	e.provision(c)
+	project := c.project.ID
+	r := e.start(cfg, nil)
+	// Day 0: browser a visits; day 1: b visits, and day 0 goes cold.
+	seqs := e.publish(batch(day0.Add(9*time.Hour+time.Minute), "pw-a", "", day0.Add(9*time.Hour)),
+		batch(day1.Add(12*time.Hour), "pw-b", "", day1.Add(12*time.Hour)))
+	e.waitCheckpoint(project, seqs[1])
+	// a signs in: its cold visit's row waits for the claim.
+	seqs = e.publish(batch(day1.Add(12*time.Hour+5*time.Minute), "pw-a", "pw-u", day1.Add(12*time.Hour+4*time.Minute)))
+	e.waitCheckpoint(project, seqs[0])
+	if cp := e.checkpoint(project); cp.Reclaim == "" {
+		t.Fatal("the sign-in left no claim waiting; the test needs one (ReclaimInterval)")
+	}
+	// A late event reads day 0 back: no day named, the claim still waits.
+	seqs = e.publish(batch(day1.Add(12*time.Hour+10*time.Minute), "pw-c", "", day0.Add(9*time.Hour+30*time.Minute)))
+	last := seqs[0]
+	e.waitCheckpoint(project, last)
+	if cp := e.checkpoint(project); cp.Reclaim != "" {
+		t.Fatalf("after day 0 was read back the checkpoint names %q; the test wants none", cp.Reclaim)
+	}
+	// The watermark as the processor would write it after that commit
+	// (its Freeze makes day 0 cold again).
+	p := r.p.processorOf(project)
+	checks := p.watermarkChecks.Load()
+	waitUntil(t, func() bool { return p.watermarkChecks.Load() >= checks+3 })
+	r.stop(t)
+	if cp := e.checkpoint(project); cp.Reclaim == "" || cp.Seq != last {
+		t.Fatalf("the stop's commit: checkpoint %+v; want day 0 named again at position %d", cp, last)
+	}
+	if wm := p.watermark.Load(); wm >= last {
+		t.Fatalf("watermark %d with a claim waiting since before position %d", wm, last)
+	}
+	// The next processor loads the project and writes the row.
+	r = e.start(cfg, nil)
+	defer r.stop(t)
+	waitUntil(t, func() bool { return e.checkpoint(project).Reclaim == "" })
+}
+
+// processorOf returns the processor of the group that holds project's
+// partition (nil when none does).
+func (g *Group) processorOf(project string) *Processor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := 0
+	if g.parts > 0 {
+		k = eventlog.PartitionOf(project, g.parts)
+	}
+	if w := g.workers[k]; w != nil {
+		return w.p
+	}
+	return nil
 }
