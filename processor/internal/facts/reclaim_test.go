@@ -31,19 +31,7 @@ func TestSignInRewritesColdVisitsFromTheirRows(t *testing.T) {
 	}
 	// Day 2: a signs in as u.
 	e.AddBatch(batch(day.Add(50*time.Hour), ev("a", "u", day.Add(50*time.Hour))))
-	days := e.ReclaimDays()
-	if len(days) != 1 || days[0] != d0 {
-		t.Fatalf("ReclaimDays = %v; want day 0 (%d), where a's visits are", days, d0)
-	}
-	if !e.ReclaimWants(a) || e.ReclaimWants(b) {
-		t.Fatalf("ReclaimWants: a %v, b %v; want a's rows only", e.ReclaimWants(a), e.ReclaimWants(b))
-	}
-	for _, r := range stored.VisitDays[d0] {
-		if e.ReclaimWants(r.Unit) {
-			e.Reclaim(d0, r)
-		}
-	}
-	e.ReclaimDone()
+	reclaimDay(t, e, d0, a, b, stored.VisitDays[d0])
 	if e.days[d0] != nil || e.cold[d0] == nil {
 		t.Fatal("day 0 came back into memory; want it cold")
 	}
@@ -119,19 +107,7 @@ func TestASignInDoesNotHoldItsBrowsersDays(t *testing.T) {
 		t.Fatal("day 0 stayed in memory for a sign-in of one of its browsers; want it cold")
 	}
 	e.Compute()
-	days := e.ReclaimDays()
-	if len(days) != 1 || days[0] != d0 {
-		t.Fatalf("ReclaimDays = %v; want day 0 (%d), where a's visit went cold before the claim moved", days, d0)
-	}
-	if !e.ReclaimWants(a) || e.ReclaimWants(b) {
-		t.Fatalf("ReclaimWants: a %v, b %v; want a's rows only", e.ReclaimWants(a), e.ReclaimWants(b))
-	}
-	for _, r := range stored.VisitDays[d0] {
-		if e.ReclaimWants(r.Unit) {
-			e.Reclaim(d0, r)
-		}
-	}
-	e.ReclaimDone()
+	reclaimDay(t, e, d0, a, b, stored.VisitDays[d0])
 	ch := e.Flush()
 	if ch.WholeVisitDays[d0] || len(ch.EventDays[d0]) != 0 || e.Stats().ThawedEvents != 0 {
 		t.Fatalf("day 0 written whole (%v) or its events read back (%d) or written (%d rows)", ch.WholeVisitDays[d0], e.Stats().ThawedEvents, len(ch.EventDays[d0]))
@@ -142,4 +118,24 @@ func TestASignInDoesNotHoldItsBrowsersDays(t *testing.T) {
 	if e.ClaimsPending() {
 		t.Fatal("claims still pending after the reclaim")
 	}
+}
+
+// reclaimDay takes up, as the processor does, the claims waiting on cold
+// day d0 alone, given the visits table's rows of that day: browser a's
+// rows are wanted, browser b's not.
+func reclaimDay(t *testing.T, e *Engine, d0 int32, a, b Ref, stored []VisitRow) {
+	t.Helper()
+	days := e.ReclaimDays()
+	if len(days) != 1 || days[0] != d0 {
+		t.Fatalf("ReclaimDays = %v; want day 0 (%d), where a's visits went cold", days, d0)
+	}
+	if !e.ReclaimWants(a) || e.ReclaimWants(b) {
+		t.Fatalf("ReclaimWants: a %v, b %v; want a's rows only", e.ReclaimWants(a), e.ReclaimWants(b))
+	}
+	for _, r := range stored {
+		if e.ReclaimWants(r.Unit) {
+			e.Reclaim(d0, r)
+		}
+	}
+	e.ReclaimDone()
 }
